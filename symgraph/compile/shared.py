@@ -1,0 +1,109 @@
+"""Shared variables: state that lives between calls of compiled functions.
+
+``shared(value)`` returns a variable whose value every function that uses it
+reads at call time; ``updates=`` write new values after a call succeeds.
+Borrow semantics are Theano's: ``borrow=True`` lets symgraph keep (and later
+overwrite) the caller's array instead of a copy.
+"""
+
+import copy
+
+import numpy as np
+
+from symgraph.graph.basic import Type, Variable
+from symgraph.tensor.var import _TensorOperators
+
+
+class Container:
+    """One storage cell that functions read and write: ``storage[0]``."""
+
+    def __init__(self, value):
+        self.storage = [value]
+
+
+class SharedVariable(Variable):
+    """A variable with a value kept between function calls."""
+
+    def __init__(self, type, value, name=None, strict=False, borrow=False, allow_downcast=None):
+        super().__init__(type, None, None, name)
+        value = value if borrow else copy.deepcopy(value)
+        if strict:
+            value = type.filter(value, strict=True)
+        else:
+            value = type.filter(value, allow_downcast=allow_downcast)
+        self.container = Container(value)
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The current value; a copy unless ``borrow=True``."""
+        value = self.container.storage[0]
+        return value if borrow else copy.deepcopy(value)
+
+    def set_value(self, value, borrow=False):
+        """Store ``value`` (converted to the variable's type; copied unless borrow)."""
+        value = self.type.filter(value if borrow else copy.deepcopy(value))
+        self.container.storage[0] = value
+
+    @property
+    def value(self):
+        return self.get_value(borrow=True)
+
+    def clone(self):
+        cp = type(self).__new__(type(self))
+        cp.__dict__.update(self.__dict__)
+        cp.owner, cp.index = None, None
+        return cp
+
+
+class TensorSharedVariable(_TensorOperators, SharedVariable):
+    """A shared array: NumPy-like operators, like any tensor variable."""
+
+
+class ObjectType(Type):
+    """The type of a shared Python object that is not an array (a generator, ...)."""
+
+    __props__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def filter(self, value, strict=False, allow_downcast=None):
+        if not isinstance(value, self.cls):
+            raise TypeError(f"expected a {self.cls.__name__}, got {type(value).__name__}")
+        return value
+
+    variable_class = Variable
+
+    def values_eq(self, a, b):
+        return a is b
+
+
+def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, shape=None,
+           broadcastable=None):
+    """A shared variable holding ``value``.
+
+    Arrays (and Python/NumPy numbers) get a TensorType with the value's dtype
+    and no static shape, except where ``shape``/``broadcastable`` declare one
+    (Theano's default: no dimension broadcastable).  Other objects get an
+    ObjectType of their class.
+    """
+    from symgraph.tensor.type import TensorType
+
+    if isinstance(value, Variable):
+        raise TypeError(f"shared() needs a value, not a symbolic variable ({value})")
+    if isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
+        arr = np.asarray(value)
+        if isinstance(value, float) and not isinstance(value, np.generic):
+            from symgraph.config import config
+
+            arr = arr.astype(config.floatX)
+        if arr.dtype == object:
+            raise TypeError("shared() cannot hold an object array")
+        if not isinstance(value, np.ndarray):
+            value, borrow = arr, True
+        if broadcastable is not None:
+            shape = tuple(1 if b else None for b in broadcastable)
+        ttype = TensorType(str(arr.dtype), shape=shape or (None,) * arr.ndim)
+        return TensorSharedVariable(ttype, value, name=name, strict=strict, borrow=borrow,
+                                    allow_downcast=allow_downcast)
+    return SharedVariable(ObjectType(type(value)), value, name=name, strict=strict,
+                          borrow=borrow)
