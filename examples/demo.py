@@ -16,7 +16,7 @@ from symgraph.printing import debugprint
 
 def make_data(rng, n_samples=2000, n_features=20, n_classes=4):
     """Gaussian blobs, one per class, with some overlap."""
-    centers = rng.normal(scale=2.0, size=(n_classes, n_features))
+    centers = rng.normal(scale=0.35, size=(n_classes, n_features))
     labels = rng.integers(0, n_classes, size=n_samples)
     points = centers[labels] + rng.normal(size=(n_samples, n_features))
     return points.astype(symgraph.config.floatX), labels.astype("int64")

@@ -17,7 +17,7 @@ from symgraph.compile.errors import InputError, MissingInputError, UnusedInputEr
 from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 from symgraph.compile.shared import SharedVariable
-from symgraph.compile.vm import VM, ProfileStats, nan_guard_check, type_check
+from symgraph.compile.vm import VM, ProfileStats, debug_check, nan_guard_check
 from symgraph.config import config
 from symgraph.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from symgraph.graph.destroy import DestroyHandler
@@ -84,6 +84,7 @@ class FunctionMaker:
         output_vars = [o.variable for o in self.out_specs]
 
         update_pairs = self._collect_updates(updates, output_vars, no_default_updates)
+        self.update_pairs = update_pairs
         givens = _as_pairs(givens, "givens")
         for var, repl in givens:
             if not isinstance(var, Variable):
@@ -248,12 +249,24 @@ class FunctionMaker:
         if isinstance(self.mode, NanGuardMode):
             checks.append(nan_guard_check(self.mode))
         if isinstance(self.mode, DebugMode):
-            checks.append(type_check)
+            checks.append(debug_check)
         vm = VM(fgraph, order, storage, checks=checks, profile=self.profile)
         self.timings["scheduling"] = time.perf_counter() - start
         if self.profile is not None:
             self.profile.compile_time.update(self.timings)
-        return Function(self, vm, storage)
+        function = Function(self, vm, storage)
+        if isinstance(self.mode, DebugMode):
+            function.reference = self._reference_function()
+        return function
+
+    def _reference_function(self):
+        """DebugMode's unoptimized twin: the outputs and update values, no updates."""
+        from symgraph.compile.mode import Mode
+
+        outs = [o.variable for o in self.out_specs] + [e for _, e in self.update_pairs]
+        args = dict(self.args, outputs=outs, updates=None, no_default_updates=True,
+                    mode=Mode(optimizer=None), on_unused_input="ignore", profile=False)
+        return FunctionMaker(**args).create()
 
 
 def _as_output(o):
@@ -337,8 +350,11 @@ class Function:
             flags.append(copy_it)
         return flags
 
+    reference = None
+
     def __call__(self, *args, **kwargs):
         values = self._bind(args, kwargs)
+        expected = self.reference(*values) if self.reference is not None else None
         for cell, value in zip(self.input_cells, values):
             cell[0] = value
         start = time.perf_counter() if self.profile is not None else None
@@ -350,6 +366,8 @@ class Function:
                        for r, c in zip(results, self._copy_output)]
             new_values = [np.array(cell[0], copy=True) if copy_it else cell[0]
                           for (_, cell, _), copy_it in zip(self._updates, self._update_copy)]
+            if expected is not None:
+                self._compare_with_reference(results + new_values, expected)
             for (target, _, vtype), value in zip(self._updates, new_values):
                 target[0] = value
         finally:
@@ -362,6 +380,16 @@ class Function:
         if self.maker.unpack_single:
             return results[0]
         return results
+
+    def _compare_with_reference(self, got, expected):
+        fg = self.maker.fgraph
+        for k, (a, b) in enumerate(zip(got, expected)):
+            var = fg.outputs[k]
+            if not var.type.values_eq_approx(a, b):
+                what = f"output {k}" if k < self.maker.n_outputs else "an update"
+                raise AssertionError(
+                    f"DebugMode: {what} of {self._where()} differs between the optimized "
+                    f"and the unoptimized graph:\n optimized: {a!r}\n reference: {b!r}")
 
     def _bind(self, args, kwargs):
         n = len(self.input_cells)

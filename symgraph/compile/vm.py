@@ -45,8 +45,12 @@ class VM:
                 reraise_with_node(node, values, exc)
 
     def _run_checked(self):
+        keep_copies = any(getattr(check, "needs_input_copies", False) for check in self.checks)
         for perform, node, in_cells, out_cells in self.steps:
             values = [c[0] for c in in_cells]
+            if keep_copies:
+                self.input_copies = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+                                     for v in values]
             start = time.perf_counter()
             try:
                 perform(node, values, out_cells)
@@ -55,7 +59,7 @@ class VM:
             if self.profile is not None:
                 self.profile.record(node, time.perf_counter() - start)
             for check in self.checks:
-                check(node, values, [c[0] for c in out_cells])
+                check(node, values, [c[0] for c in out_cells], vm=self)
 
     def clear_temporaries(self):
         for cell in self.temporaries:
@@ -108,7 +112,7 @@ class ProfileStats:
 def nan_guard_check(mode):
     """A VM check raising FloatingPointError at the first NaN/Inf/huge output."""
 
-    def check(node, inputs, outputs):
+    def check(node, inputs, outputs, vm=None):
         for i, value in enumerate(outputs):
             if not isinstance(value, np.ndarray) or value.dtype.kind not in "fc":
                 continue
@@ -128,13 +132,32 @@ def nan_guard_check(mode):
     return check
 
 
-def type_check(node, inputs, outputs):
-    """DebugMode: each output value must fit the output's declared type."""
+def debug_check(node, inputs, outputs, vm=None):
+    """DebugMode: outputs fit their declared types; inputs that the op does not
+    declare it destroys are unchanged; outputs that alias an input are declared
+    as views or destroyers."""
+    from symgraph.compile.errors import node_origin
+
     for i, (var, value) in enumerate(zip(node.outputs, outputs)):
         try:
             var.type.filter(value, strict=True)
         except TypeError as exc:
-            from symgraph.compile.errors import node_origin
-
             raise TypeError(f"DebugMode: output {i} of {node} does not match its type "
                             f"{var.type}: {exc}" + node_origin(node)) from None
+    destroyed = {i for ins in (node.op.destroy_map or {}).values() for i in ins}
+    viewed = {i for ins in (node.op.view_map or {}).values() for i in ins} | destroyed
+    for i, (before, after) in enumerate(zip(vm.input_copies, inputs)):
+        if i in destroyed or not isinstance(after, np.ndarray):
+            continue
+        if not np.array_equal(before, after, equal_nan=after.dtype.kind in "fc"):
+            raise AssertionError(f"DebugMode: {node} changed its input {i} without "
+                                 f"declaring it in destroy_map" + node_origin(node))
+    for o, out in enumerate(outputs):
+        for i, inp in enumerate(inputs):
+            if isinstance(out, np.ndarray) and isinstance(inp, np.ndarray) and \
+                    i not in viewed and out.size and np.shares_memory(out, inp):
+                raise AssertionError(f"DebugMode: output {o} of {node} aliases input {i} "
+                                     f"without a view_map or destroy_map" + node_origin(node))
+
+
+debug_check.needs_input_copies = True

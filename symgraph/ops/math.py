@@ -12,7 +12,7 @@ in Theano: do not use the builtins in this module.
 
 from symgraph.ops import scalar_basic as sb
 from symgraph.ops import scalar_math as sm
-from symgraph.ops.elemwise import Elemwise
+from symgraph.ops.elemwise import Elemwise, as_elemwise_inputs
 
 __all__ = [
     # arithmetic
@@ -224,8 +224,11 @@ _switch = Elemwise(sb.Switch())
 def switch(cond, ift, iff):
     """``ift`` where ``cond`` is true (non-zero), ``iff`` elsewhere, broadcast together.
 
-    The result has the common dtype of ift and iff; cond gets no gradient.
+    The result has the common dtype of ift and iff (a Python number promotes
+    weakly against the other branch only, so ``switch(c, x_f32, 0)`` is
+    float32 whatever c's dtype); cond gets no gradient.
     """
+    ift, iff = as_elemwise_inputs([ift, iff])
     return _switch(cond, ift, iff)
 
 

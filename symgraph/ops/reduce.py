@@ -91,7 +91,7 @@ def _count(x, axes):
     """The number of elements reduced over ``axes`` of ``x``: an int64 scalar."""
     n = constant(1, dtype="int64")
     static = [x.type.shape[a] for a in axes]
-    if all(s is not None for s in static):
+    if None not in static:
         return constant(int(np.prod(static, dtype="int64")), dtype="int64")
     for a in axes:
         n = n * x.shape[a]

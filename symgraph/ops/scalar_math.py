@@ -370,7 +370,8 @@ class RoundHalfToEven(_Rounding):
 
     name = "round_half_to_even"
 
-    ufunc = np.round
+    def impl(self, x):
+        return np.round(x)
 
 
 class RoundHalfAwayFromZero(_Rounding):

@@ -241,7 +241,7 @@ class SpecifyShape(Op):
                 raise ValueError(f"{self}: {x} has static size {have} in dimension {dim}, "
                                  f"which contradicts the specified size {want}")
             out_shape.append(want if isinstance(want, int) else have)
-        return Apply(self, [x] + sizes, [x.type.clone(shape=tuple(out_shape))])
+        return Apply(self, [x] + sizes, [x.type.clone(shape=tuple(out_shape))()])
 
     def perform(self, node, inputs, output_storage):
         x, sizes = inputs[0], iter(inputs[1:])
@@ -323,7 +323,7 @@ class Unbroadcast(Op):
             if not 0 <= a < x.ndim:
                 raise IndexError(f"{self}: axis {a} is out of range for {x.ndim}-d {x}")
         shape = tuple(None if d in self.axes else s for d, s in enumerate(x.type.shape))
-        return Apply(self, [x], [x.type.clone(shape=shape)])
+        return Apply(self, [x], [x.type.clone(shape=shape)()])
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = inputs[0]

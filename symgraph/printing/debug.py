@@ -194,6 +194,8 @@ class _TreePrinter:
             return ""
         cell = self.storage[var]
         value = cell[0] if isinstance(cell, list) else getattr(cell, "value", cell)
+        if value is None:  # not computed yet, or freed after the call
+            return ""
         text = " ".join(str(value).split())
         if len(text) > 40:
             text = text[:37] + "..."
@@ -257,7 +259,8 @@ def _storage_map(function):
     if function is None:
         return None
     for holder in (function, getattr(function, "vm", None), getattr(function, "fn", None)):
-        storage = getattr(holder, "storage_map", None)
-        if isinstance(storage, dict):
-            return storage
+        for attr in ("storage_map", "storage"):
+            storage = getattr(holder, attr, None)
+            if isinstance(storage, dict):
+                return storage
     return None

@@ -7,6 +7,7 @@ outputs blue.  With ``compact=True`` unnamed intermediate variables are not
 drawn as nodes: their edge carries their type instead.
 """
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -49,7 +50,14 @@ def _shorten(text, max_len):
 
 
 def _attrs(**attrs):
-    return "[" + ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items() if v is not None) + "]"
+    """`` [key="value", ...]`` for the attributes that are not None ('' if none)."""
+    items = [f"{k}={_quote(v)}" for k, v in attrs.items() if v is not None]
+    return f" [{', '.join(items)}]" if items else ""
+
+
+def _input_positions(io_map):
+    """The input positions named in a destroy_map or view_map."""
+    return {i for inputs in (io_map or {}).values() for i in inputs}
 
 
 def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCodes=None,
@@ -70,6 +78,7 @@ def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCod
     outputs = set(view.outputs)
     used = {inp for node in nodes for inp in node.inputs}
     names = {}  # Variable or Apply -> DOT node name
+    var_ids = itertools.count()
     lines = [f"digraph {_quote(graph_name)} {{", "  rankdir=TB;",
              '  node [fontname="Helvetica", fontsize=10];',
              '  edge [fontname="Helvetica", fontsize=9];']
@@ -83,7 +92,7 @@ def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCod
         """The DOT name of ``var``'s node, declaring it the first time."""
         if var in names:
             return names[var]
-        name = f"v{len(names)}"
+        name = f"v{next(var_ids)}"
         names[var] = name
         if isinstance(var, Constant):
             kind = "constant_input"
@@ -103,7 +112,9 @@ def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCod
         style = "filled,dashed" if kind == "shared_input" else "filled"
         if with_ids:
             label = f"{label} id={name}"
-        lines.append(f"  {name} {_attrs(label=_shorten(label, max_label_size), **fill(COLORS[kind], 'ellipse', style))};")
+        attrs = _attrs(label=_shorten(label, max_label_size),
+                       **fill(COLORS[kind], "ellipse", style))
+        lines.append(f"  {name}{attrs};")
         return name
 
     def drawn(var):
@@ -114,9 +125,10 @@ def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCod
         names[node] = name
         label = str(node.op) + (f" id={pos}" if with_ids else "")
         color = op_colors.get(type(node.op).__name__, COLORS["apply"])
-        lines.append(f"  {name} {_attrs(label=_shorten(label, max_label_size), **fill(color, 'box'))};")
-        destroyed = {i for ins in (getattr(node.op, 'destroy_map', None) or {}).values() for i in ins}
-        viewed = {i for ins in (getattr(node.op, 'view_map', None) or {}).values() for i in ins}
+        attrs = _attrs(label=_shorten(label, max_label_size), **fill(color, "box"))
+        lines.append(f"  {name}{attrs};")
+        destroyed = _input_positions(getattr(node.op, "destroy_map", None))
+        viewed = _input_positions(getattr(node.op, "view_map", None))
         for i, inp in enumerate(node.inputs):
             label = str(i) if len(node.inputs) > 1 else ""
             if drawn(inp):
@@ -130,15 +142,16 @@ def graph_to_dot(obj, compact=True, with_ids=False, high_contrast=True, colorCod
                 edge.update(color="red", label=f"{label} destroyed".strip())
             elif i in viewed:
                 edge.update(color="blue", style="dashed")
-            lines.append(f"  {source} -> {name} {_attrs(**edge)};")
+            lines.append(f"  {source} -> {name}{_attrs(**edge)};")
         for out in node.outputs:
             if drawn(out) and (out in used or out in outputs or not compact):
                 lines.append(f"  {name} -> {var_node(out)};")
     for out in view.outputs:
         var_node(out)  # outputs that are inputs or constants (an empty graph)
     for pos, inp_pos in sorted(view.updates.items()):
-        lines.append(f"  {var_node(view.outputs[pos])} -> {var_node(view.inputs[inp_pos])} "
-                     f"{_attrs(label='update', style='dashed', color='grey40')};")
+        # constraint=false: the back edge must not pull the input below the output.
+        edge = _attrs(label="update", style="dashed", color="grey40", constraint="false")
+        lines.append(f"  {var_node(view.outputs[pos])} -> {var_node(view.inputs[inp_pos])}{edge};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -110,33 +110,48 @@ class PPrinter:
         return f"{arg}.dimshuffle({', '.join(repr(d) for d in order)})"
 
     def _subtensor(self, node):
-        """``x[1:, ::2]`` from an op with Theano's ``idx_list`` (entries are
-        ints, None, slices, or placeholders taken from the node's later
-        inputs in order); None when the props do not read that way."""
+        """``x[1:, ::2]`` for an op with Theano's ``idx_list`` (entries are
+        ints, None, slices whose parts are ints or None, or placeholders taken
+        in order from the node's index inputs); ``set_subtensor(x[i], y)`` /
+        ``inc_subtensor(x[i], y)`` for the ops that also have
+        ``set_instead_of_inc``.  None when the props do not read that way."""
+        op = node.op
+        updating = hasattr(op, "set_instead_of_inc")
+        index_inputs = node.inputs[2:] if updating else node.inputs[1:]
         try:
-            rest = iter(node.inputs[1:])
-
-            def entry(e):
-                if e is None:
-                    return ""
-                if isinstance(e, (int, np.integer)):
-                    return str(int(e))
-                return self.process(next(rest), node)
-
-            parts = []
-            for item in node.op.idx_list:
-                if isinstance(item, slice):
-                    text = f"{entry(item.start)}:{entry(item.stop)}"
-                    if item.step is not None:
-                        text += f":{entry(item.step)}"
-                    parts.append(text)
-                else:
-                    parts.append(entry(item))
-            if next(rest, None) is not None:
-                return None  # inputs left over: not the layout assumed here
+            index = self._index_text(op.idx_list, index_inputs, node)
         except Exception:  # an unfamiliar idx_list: fall back to op(args)
             return None
-        return f"{self.process(node.inputs[0], node)}[{', '.join(parts)}]"
+        if index is None:
+            return None
+        text = f"{self.process(node.inputs[0], node)}[{index}]"
+        if updating:
+            name = "set_subtensor" if op.set_instead_of_inc else "inc_subtensor"
+            return f"{name}({text}, {self.process(node.inputs[1], node)})"
+        return text
+
+    def _index_text(self, idx_list, index_inputs, node):
+        rest = iter(index_inputs)
+
+        def entry(e):
+            if e is None:
+                return ""
+            if isinstance(e, (int, np.integer)):
+                return str(int(e))
+            return self.process(next(rest), node)  # a placeholder
+
+        parts = []
+        for item in idx_list:
+            if all(hasattr(item, a) for a in ("start", "stop", "step")):  # a slice
+                text = f"{entry(item.start)}:{entry(item.stop)}"
+                if item.step is not None:
+                    text += f":{entry(item.step)}"
+                parts.append(text)
+            else:
+                parts.append(entry(item))
+        if next(rest, None) is not None:
+            return None  # inputs left over: not the layout assumed here
+        return ", ".join(parts)
 
     def _generic(self, node, var):
         text = f"{node.op}({', '.join(self._args(node))})"

@@ -11,3 +11,11 @@ from symgraph.ops.reduce import *  # noqa: F401,F403
 from symgraph.ops.blas import *  # noqa: F401,F403
 from symgraph.ops.shape import *  # noqa: F401,F403
 from symgraph.ops.subtensor import *  # noqa: F401,F403
+from symgraph.tensor import nnet  # noqa: F401,E402
+
+
+def grad(cost, wrt, **kwargs):
+    """Theano's ``tensor.grad``: the same as :func:`symgraph.grad`."""
+    from symgraph.gradient import grad as _grad
+
+    return _grad(cost, wrt, **kwargs)

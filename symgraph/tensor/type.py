@@ -162,6 +162,11 @@ class TensorType(Type):
         return other.dtype == self.dtype and other.ndim == self.ndim and all(
             a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
 
+    def make_variable(self, name=None):
+        if self.dtype == "float64":
+            _check_float64(self)
+        return self.variable_class(self, name=name)
+
     @property
     def variable_class(self):
         from symgraph.tensor.var import TensorVariable
@@ -188,3 +193,18 @@ def upgrade_to_float(*dtypes):
     if all(d in ("bool", "int8", "uint8", "int16", "uint16") for d in dtypes):
         return "float32"
     return "float64"
+
+
+def _check_float64(ttype):
+    from symgraph.config import config
+
+    policy = config.warn_float64
+    if policy == "ignore":
+        return
+    message = (f"a float64 variable ({ttype}) was created; set floatX=float32 or cast "
+               f"explicitly (flag warn_float64={policy})")
+    if policy == "raise":
+        raise TypeError(message)
+    import warnings
+
+    warnings.warn(message, stacklevel=4)

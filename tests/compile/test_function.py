@@ -292,3 +292,30 @@ def test_nan_guard_mode_names_node():
     f = function([x], y * 2, mode="NanGuardMode")
     with pytest.raises(FloatingPointError, match="NaN"):
         f(np.array([-1.0]))
+
+
+def test_debug_mode_runs_and_checks():
+    w = shared(np.array([1.0, 2.0]), name="w")
+    x = T.dvector("x")
+    f = function([x], T.exp(x) * w, updates=[(w, w + 1)], mode="DebugMode")
+    np.testing.assert_allclose(f([0.0, 0.0]), [1.0, 2.0])
+    np.testing.assert_allclose(w.get_value(), [2.0, 3.0])
+
+
+def test_debug_mode_catches_undeclared_destroy():
+    from symgraph.graph.basic import Apply, Op
+
+    class Sneaky(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, out):
+            inputs[0] *= 2  # overwrites its input without saying so
+            out[0][0] = inputs[0].copy()
+
+    x = T.dvector("x")
+    f = function([x], Sneaky()(T.exp(x)), mode="DebugMode")
+    with pytest.raises(AssertionError, match="destroy_map"):
+        f([0.0])

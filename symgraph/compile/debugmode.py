@@ -1,0 +1,3 @@
+"""Theano's import path for DebugMode."""
+
+from symgraph.compile.mode import DebugMode  # noqa: F401

@@ -1,0 +1,158 @@
+"""Stabilize: numerically stable forms of common expressions.
+
+``log(1 + x) -> log1p(x)``, ``log(1 - x) -> log1p(-x)``, ``exp(x) - 1 ->
+expm1(x)``, ``log(sigmoid(x)) -> -softplus(-x)``, ``log(1 - sigmoid(x)) ->
+-softplus(x)``, ``log(exp(x)) -> x`` and ``log(softmax(x)) -> logsoftmax(x)``.
+These change results only where the original lost them (overflow,
+cancellation): that is their purpose.
+
+``exp(log(x)) -> x`` is *not* value-preserving for negative x (the original is
+NaN), so it fires only when x is known to be non-negative: computed by exp,
+sqr, abs, sigmoid, softplus, sqrt, or a constant >= 0.
+
+The replacement is computed in the replaced output's dtype (the input is
+cast first), so that e.g. ``log(1 + int16_x)`` keeps its float64 precision.
+"""
+
+import numpy as np
+
+from symgraph.graph.basic import Constant
+from symgraph.ops import math as M
+from symgraph.ops import scalar_basic as sb
+from symgraph.ops import scalar_math as sm
+from symgraph.opt.registry import register
+from symgraph.opt.rewriter import PatternRewriter, node_rewriter
+from symgraph.opt.utils import (as_dtype, conform, is_constant_value, owner_if)
+
+
+def _stabilize(rewriter, *tags):
+    return register(rewriter, "fast_run", *tags, phase="stabilize")
+
+
+def _replace(node, build, x):
+    """``build(x cast to the output dtype)``, conformed to the output's type."""
+    out = node.outputs[0]
+    new = build(as_dtype(x, out.dtype))
+    new = conform(new, out, fill_from=node.inputs)
+    return None if new is None else [new]
+
+
+def _one_plus(var, sign=1):
+    """For ``var = 1 + x`` (sign 1) or ``1 - x`` (sign -1): x, or -x; else None.
+
+    Understands n-ary adds with a constant 1 among their inputs.
+    """
+    node = var.owner
+    if sign == 1 and owner_if(var, sb.Add) is not None:
+        ones = [i for i in node.inputs if is_constant_value(i, 1)]
+        if not ones:
+            return None
+        rest = list(node.inputs)
+        rest.remove(ones[0])
+        return rest[0] if len(rest) == 1 else M.add(*rest)
+    if sign == -1 and owner_if(var, sb.Sub) is not None and \
+            is_constant_value(node.inputs[0], 1):
+        return node.inputs[1]
+    return None
+
+
+@node_rewriter([sm.Log])
+def local_log1p(fgraph, node):
+    """``log(1 + x) -> log1p(x)`` and ``log(1 - x) -> log1p(-x)``."""
+    (arg,) = node.inputs
+    x = _one_plus(arg, 1)
+    if x is not None:
+        return _replace(node, M.log1p, x)
+    x = _one_plus(arg, -1)
+    if x is not None and x.dtype != "bool":
+        return _replace(node, lambda v: M.log1p(M.neg(v)), x)
+    return None
+
+
+@node_rewriter([sb.Sub])
+def local_expm1(fgraph, node):
+    """``exp(x) - 1 -> expm1(x)``."""
+    a, b = node.inputs
+    inner = owner_if(a, sm.Exp)
+    if inner is None or not is_constant_value(b, 1):
+        return None
+    return _replace(node, M.expm1, inner.inputs[0])
+
+
+@node_rewriter([sm.Log])
+def local_log_sigmoid(fgraph, node):
+    """``log(sigmoid(x)) -> -softplus(-x)``; ``log(1 - sigmoid(x)) -> -softplus(x)``."""
+    (arg,) = node.inputs
+    inner = owner_if(arg, sm.Sigmoid)
+    if inner is not None:
+        return _replace(node, lambda v: M.neg(M.softplus(M.neg(v))), inner.inputs[0])
+    y = _one_plus(arg, -1)
+    inner = owner_if(y, sm.Sigmoid) if y is not None else None
+    if inner is not None:
+        return _replace(node, lambda v: M.neg(M.softplus(v)), inner.inputs[0])
+    return None
+
+
+_stabilize(local_log1p)
+_stabilize(local_expm1)
+_stabilize(local_log_sigmoid)
+
+
+# ---------------------------------------------------------------------------
+# Inverse pairs
+
+
+# log(exp(x)) == x wherever exp(x) does not overflow, and better where it does.
+local_log_exp = PatternRewriter((sm.Log, (sm.Exp, "x")), "x", name="local_log_exp",
+                                allow_multiple_clients=True)
+
+_NON_NEGATIVE = (sm.Exp, sb.Sqr, sb.Abs, sm.Sigmoid, sm.Softplus, sm.Sqrt)
+
+
+def is_non_negative(var):
+    """True when every element of ``var`` is known to be >= 0 (or NaN)."""
+    if isinstance(var, Constant):
+        data = np.asarray(var.data)
+        return data.dtype.kind in "biuf" and bool(np.all(~(data < 0)))
+    return owner_if(var, *_NON_NEGATIVE) is not None or \
+        (var.dtype.startswith("uint") or var.dtype == "bool")
+
+
+local_exp_log = PatternRewriter((sm.Exp, (sm.Log, "x")), "x", name="local_exp_log",
+                                constraints={"x": is_non_negative},
+                                allow_multiple_clients=True)
+
+_stabilize(local_log_exp)
+_stabilize(local_exp_log)
+
+
+# ---------------------------------------------------------------------------
+# log(softmax(x)): softmax lives in symgraph/ops/nnet.py, added by a later
+# issue.  The rewrite resolves the op when it runs and does nothing while the
+# module or the op does not exist.
+
+
+def _nnet_op(name):
+    try:
+        from symgraph.ops import nnet
+    except ImportError:
+        return None
+    return getattr(nnet, name, None)
+
+
+@node_rewriter([sm.Log])
+def local_log_softmax(fgraph, node):
+    """``log(softmax(x)) -> logsoftmax(x)`` (same axis); inactive until
+    ``symgraph.ops.nnet`` defines ``Softmax`` and ``LogSoftmax``."""
+    softmax_cls, logsoftmax_cls = _nnet_op("Softmax"), _nnet_op("LogSoftmax")
+    inner = node.inputs[0].owner
+    if softmax_cls is None or logsoftmax_cls is None or inner is None or \
+            not isinstance(inner.op, softmax_cls):
+        return None
+    # Both ops are parameterized the same way (the axis): same props.
+    new = logsoftmax_cls(**inner.op._props_dict())(*inner.inputs)
+    new = conform(new, node.outputs[0])
+    return None if new is None else [new]
+
+
+_stabilize(local_log_softmax)

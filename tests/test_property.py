@@ -1,0 +1,120 @@
+"""Property-based: random expression graphs give the same values optimized and not.
+
+Graphs mix element-wise, reduction and shape ops over inputs of random
+shapes (broadcastable rows and columns included); the fully optimized
+function must agree with the unoptimized one.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symgraph
+import symgraph.tensor as T
+
+UNARY = [
+    ("neg", lambda a: -a),
+    ("exp", lambda a: T.exp(T.clip(a, -5.0, 5.0))),
+    ("log1p_sq", lambda a: T.log(1 + a * a)),
+    ("tanh", T.tanh),
+    ("sigmoid", T.sigmoid),
+    ("abs", abs),
+    ("sqr", lambda a: a ** 2),
+    ("cube", lambda a: a ** 3),
+    ("sqrt_abs", lambda a: T.sqrt(abs(a))),
+    ("double_neg", lambda a: -(-a)),
+    ("times_one", lambda a: a * 1),
+    ("plus_zero", lambda a: a + 0),
+    ("self_sub", lambda a: a - a + a),
+    ("self_div", lambda a: a * (a / (abs(a) + 1)) / (a / (abs(a) + 1) + 2)),
+    ("log_exp", lambda a: T.log(T.exp(T.clip(a, -5, 5)))),
+    ("softplus", T.softplus),
+]
+
+BINARY = [
+    ("add", lambda a, b: a + b),
+    ("sub", lambda a, b: a - b),
+    ("mul", lambda a, b: a * b),
+    ("div", lambda a, b: a / (abs(b) + 1)),
+    ("max", T.maximum),
+    ("min", T.minimum),
+    ("switch", lambda a, b: T.switch(a > b, a, b * 2)),
+    ("chain", lambda a, b: 2 * a * 3 + b * 0.5 + 1),
+]
+
+REDUCE = [
+    ("sum", lambda a, ax, kd: a.sum(axis=ax, keepdims=kd)),
+    ("mean", lambda a, ax, kd: a.mean(axis=ax, keepdims=kd)),
+    ("max", lambda a, ax, kd: a.max(axis=ax, keepdims=kd)),
+    ("prod", lambda a, ax, kd: T.tanh(a).prod(axis=ax, keepdims=kd)),
+]
+
+
+@st.composite
+def graphs(draw):
+    """(inputs, output, values): a random expression over 1 to 3 matrices."""
+    rows = draw(st.integers(1, 4))
+    cols = draw(st.integers(1, 4))
+    n_inputs = draw(st.integers(1, 3))
+    inputs, values = [], []
+    for k in range(n_inputs):
+        kind = draw(st.sampled_from(["matrix", "row", "col", "vector"]))
+        if kind == "matrix":
+            var, shape = T.dmatrix(f"m{k}"), (rows, cols)
+        elif kind == "row":
+            var, shape = T.drow(f"r{k}"), (1, cols)
+        elif kind == "col":
+            var, shape = T.dcol(f"c{k}"), (rows, 1)
+        else:
+            var, shape = T.dvector(f"v{k}"), (cols,)
+        inputs.append(var)
+        seed = draw(st.integers(0, 2 ** 16))
+        values.append(np.random.default_rng(seed).uniform(-2, 2, size=shape))
+    pool = list(inputs)
+    for _ in range(draw(st.integers(1, 6))):
+        choice = draw(st.sampled_from(["unary", "binary", "binary", "shape"]))
+        if choice == "unary":
+            _, fn = draw(st.sampled_from(UNARY))
+            pool.append(fn(draw(st.sampled_from(pool))))
+        elif choice == "binary":
+            _, fn = draw(st.sampled_from(BINARY))
+            pool.append(fn(draw(st.sampled_from(pool)), draw(st.sampled_from(pool))))
+        else:
+            a = draw(st.sampled_from(pool))
+            if a.ndim == 2:
+                pool.append(draw(st.sampled_from([a.T, a.dimshuffle(1, 0), a.flatten()])))
+            else:
+                pool.append(a.dimshuffle("x", 0))
+    out = pool[-1]
+    if draw(st.booleans()):
+        _, fn = draw(st.sampled_from(REDUCE))
+        axis = draw(st.sampled_from([None] + list(range(out.ndim))))
+        out = fn(out, axis, draw(st.booleans()))
+    used = set(symgraph.graph.basic.graph_inputs([out]))
+    keep = [(i, v) for i, v in zip(inputs, values) if i in used]
+    return [i for i, _ in keep], out, [v for _, v in keep]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(graphs())
+def test_optimized_equals_unoptimized(case):
+    inputs, out, values = case
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None))
+    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run"))
+    expected = plain(*values)
+    got = fast(*values)
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("optimizer", ["fast_compile", "merge"])
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=graphs())
+def test_other_optimizers_keep_values(optimizer, case):
+    inputs, out, values = case
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None))
+    other = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=optimizer))
+    np.testing.assert_allclose(other(*values), plain(*values), rtol=1e-9, atol=1e-12,
+                               equal_nan=True)
