@@ -32,7 +32,7 @@ from symgraph.graph.null_type import DisconnectedType, NullType
 __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "numeric_grad",
            "GradientError", "DisconnectedInputError", "NullTypeGradError",
            "zero_grad", "disconnected_grad", "undefined_grad", "grad_clip", "grad_scale",
-           "disconnected_grad_for", "is_disconnected", "grad_not_implemented",
+           "disconnected_grad_for", "is_disconnected", "is_null", "grad_not_implemented",
            "grad_undefined"]
 
 
@@ -137,8 +137,8 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
     ``known_grads``: {variable: its gradient}; these are taken as the whole
     gradient of that variable (not added to what flows through it).
     ``return_disconnected``: the value returned for a disconnected ``wrt``:
-    ``'zero'`` (zeros of its shape), ``'None'``, or ``'Disconnected'`` (the
-    placeholder variable).
+    ``'zero'`` (zeros of its shape; the placeholder for a non-tensor), ``'None'``,
+    or ``'Disconnected'`` (the placeholder variable).
     ``null_gradients``: ``'raise'`` (NullTypeGradError when a gradient is
     undefined or not implemented) or ``'return'`` (return the NullType variable).
 
@@ -178,11 +178,10 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
     grad_dict = {}
     if cost is not None:
         if known_grads and cost in known_grads:
-            g_cost = known_grads[cost]
+            grad_dict[cost] = _check_known_grad(cost, known_grads[cost])
         else:
             dtype = cost.type.dtype if _is_float_dtype(cost.type.dtype) else _float_x()
-            g_cost = constant(1, dtype=dtype)
-        grad_dict[cost] = _cast_like(g_cost, cost)
+            grad_dict[cost] = constant(1, dtype=dtype)
     for var, g_var in (known_grads or {}).items():
         if var is cost:
             continue
@@ -211,7 +210,7 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
                                     f"defined: {g.type.why_null}")
         if is_disconnected(g):
             handle_disconnected(var)
-            if return_disconnected == "zero":
+            if return_disconnected == "zero" and _is_tensor(var):
                 g = _float_zeros_like(var)
             elif return_disconnected == "None":
                 g = None

@@ -181,10 +181,13 @@ def test_add_names():
 def test_deep_graph_has_no_recursion_limit():
     x = T.dscalar("x")
     y = x
-    for _ in range(1500):
-        y = T.exp(y * 0.0)  # always 1: keeps values finite
+    for _ in range(600):  # deeper than a recursive walk (2+ frames a level) allows
+        y = y * 0.5 + 0.25
     g = grad(y, x)
-    assert np.isfinite(run([x], g, 0.3))
+    # Without rewrites: this checks grad, not the optimizer, on a long chain.
+    f = symgraph.function([x], g, mode=symgraph.Mode(optimizer=None),
+                          on_unused_input="ignore")
+    assert f(0.3) == 0.5 ** 600
 
 
 # ---------------------------------------------------------------------------
@@ -521,3 +524,26 @@ def test_undefined_gradient_propagates_through_multi_output_node():
     cost = T.sum(NoGrad()(double) + square)
     with pytest.raises(NullTypeGradError, match="NoGrad"):
         grad(cost, x)
+
+
+def test_verify_grad_on_a_logistic_regression_cost():
+    rng = np.random.default_rng(0)
+    xv = rng.normal(size=(5, 4))
+    yv = (rng.random(5) > 0.5).astype("float64")
+
+    def cost(w, b):
+        p = 1 / (1 + T.exp(-T.dot(T.constant(xv), w) - b))
+        xent = -yv * T.log(p) - (1 - yv) * T.log(1 - p)
+        return xent.mean() + 0.01 * (w ** 2).sum()
+
+    verify_grad(cost, [rng.normal(size=4), np.array(0.3)], rng=rng)
+
+
+def test_rop_with_several_wrt():
+    x, y, vx, vy = T.dvectors("x", "y", "vx", "vy")
+    out = x * y
+    r = Rop([out], [x, y], [vx, vy])
+    assert isinstance(r, list)
+    xv, yv, a, b = (np.array([1.0, 2.0]), np.array([3.0, -1.0]), np.array([0.5, 0.5]),
+                    np.array([2.0, 1.0]))
+    np.testing.assert_allclose(run([x, y, vx, vy], r[0], xv, yv, a, b), a * yv + xv * b)

@@ -152,8 +152,10 @@ def _rop_by_double_lop(node, eval_points):
     if not seeds or not wanted:
         return [None] * len(node.outputs)
     found = _lop(seeds, wanted, points, None, "ignore", "None")
-    replace = {u: o for u, o in zip(dummies, node.outputs) if u is not None}
-    present = [r for r in found if r is not None]
-    present = iter(clone_replace(present, replace) if present else [])
-    by_dummy = {u: (next(present) if r is not None else None) for u, r in zip(wanted, found)}
-    return [by_dummy[u] if u is not None else None for u in dummies]
+    connected = [(u, r) for u, r in zip(wanted, found) if r is not None]
+    by_dummy = {}
+    if connected:
+        replace = {u: o for u, o in zip(dummies, node.outputs) if u is not None}
+        cloned = clone_replace([r for _, r in connected], replace)
+        by_dummy = {u: r for (u, _), r in zip(connected, cloned)}
+    return [by_dummy.get(u) if u is not None else None for u in dummies]

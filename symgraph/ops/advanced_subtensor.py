@@ -16,7 +16,7 @@ from symgraph.graph.basic import Apply, Constant, Op
 from symgraph.ops.shape import shape_i
 from symgraph.ops.subtensor import (SYMBOLIC, SliceSpec, check_runtime_value,
                                     check_update_value, index_from_pattern, pattern_str,
-                                    reduce_to_value_shape, static_slice_length,
+                                    reduce_to_value_shape, static_slice_length, _as_dtype,
                                     symbolic_slice_length, zeros_like_shape, _disconnected,
                                     _index_error)
 from symgraph.tensor.basic import as_tensor_variable, constant
@@ -217,6 +217,7 @@ class AdvancedSubtensor(Op):
         (gz,) = output_grads
         if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
             return [_disconnected(v) for v in inputs]
+        gz = _as_dtype(gz, x.dtype)
         gx = AdvancedIncSubtensor(self.idx_list)(zeros_like_shape(x), gz, *rest)
         return [gx] + [_disconnected(i) for i in rest]
 

@@ -35,6 +35,8 @@ __all__ = [
     # selection, structure, casting
     "switch", "where", "second", "fill", "ones_like", "zeros_like", "cast", "identity",
     "dot",
+    # complex numbers
+    "real", "imag", "conj", "angle",
 ]
 
 
@@ -214,6 +216,14 @@ def round(x, mode="half_to_even"):  # noqa: A001 - Theano's name
         return round_half_away_from_zero(x)
     raise ValueError(f"round: mode must be 'half_to_even' or 'half_away_from_zero', "
                      f"got {mode!r}")
+
+
+# -- complex numbers (no gradients through complex values) -------------------------------
+
+real = _elemwise(sm.Real(), "real", "The real part of x (x itself for real x).")
+imag = _elemwise(sm.Imag(), "imag", "The imaginary part of x (zeros for real x).")
+conj = _elemwise(sm.Conj(), "conj", "The complex conjugate of x (x itself for real x).")
+angle = _elemwise(sm.Angle(), "angle", "The argument of x in [-pi, pi], a real result.")
 
 
 # -- selection, structure, casting ------------------------------------------------------

@@ -108,8 +108,9 @@ def as_random_generator(rng, op_name="random op"):
 
 
 def normalize_size(size, op_name="random op"):
-    """``size`` (None, an int, a tuple of ints or symbolic scalars, or a
-    symbolic vector of static length) as an int64 vector variable."""
+    """``size`` (None, an int or an int scalar variable, a tuple of ints or
+    symbolic scalars, or a symbolic vector of static length) as an int64
+    vector variable."""
     if size is None:
         return constant(np.zeros((0,), dtype="int64"))
     if isinstance(size, (int, np.integer)):
@@ -131,6 +132,8 @@ def normalize_size(size, op_name="random op"):
             entries.append(s)
         size = as_tensor_variable(entries)  # stacks the scalars into a vector
     size = as_tensor_variable(size)
+    if size.ndim == 0 and size.dtype in INT_DTYPES:
+        size = as_tensor_variable([size])  # one symbolic length: a 1-d sample
     if size.ndim != 1 or size.dtype not in INT_DTYPES:
         raise TypeError(f"{op_name}: size must be an integer vector, got {size} of type "
                         f"{size.type}")
@@ -419,6 +422,9 @@ class PermutationRV(RandomVariable):
     of ``x``'s entries along its first axis.  Inputs: ``(rng, x)``."""
 
     name = "permutation"
+
+    def __init__(self, dtype="int64"):
+        super().__init__(dtype)
 
     def make_node(self, rng, x):
         rng = as_random_generator(rng, str(self))

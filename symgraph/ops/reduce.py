@@ -136,6 +136,9 @@ def _dtype_or_none(dtype):
 
 # -- ops ----------------------------------------------------------------------------
 
+_NARY_UFUNCS = {sb.Add: np.add, sb.Mul: np.multiply}
+
+
 class CAReduce(Op):
     """Reduce over ``axis`` (a tuple of dimensions, or None for all of them)
     with a commutative-associative binary scalar op, through its NumPy ufunc's
@@ -158,6 +161,7 @@ class CAReduce(Op):
         return tuple(range(ndim)) if self.axis is None else self.axis
 
     def output_dtype(self, in_dtype):
+        """The dtype of the result for an input of ``in_dtype``."""
         return self.scalar_op.output_dtypes(in_dtype, in_dtype)[0]
 
     def make_node(self, x):
@@ -171,6 +175,8 @@ class CAReduce(Op):
     def reduce(self, x, axes):
         """The NumPy computation; subclasses name their function."""
         ufunc = getattr(self.scalar_op, "ufunc", None)
+        # Add and Mul take any number of inputs, so they carry no binary ufunc.
+        ufunc = ufunc or _NARY_UFUNCS.get(type(self.scalar_op))
         if ufunc is None:
             raise NotImplementedError(f"{self}: {self.scalar_op} has no NumPy ufunc to reduce with")
         return ufunc.reduce(x, axis=axes)

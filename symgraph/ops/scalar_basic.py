@@ -34,6 +34,7 @@ class Add(ScalarOp):
     """x + y + ... (any number of inputs, as Theano's add)."""
 
     __props__ = ("nin",)
+    ufunc = np.add  # for reductions; impl folds it over the inputs
     identity = 0
     commutative = True
     associative = True
@@ -56,6 +57,7 @@ class Mul(ScalarOp):
     """x * y * ... (any number of inputs)."""
 
     __props__ = ("nin",)
+    ufunc = np.multiply  # for reductions; impl folds it over the inputs
     identity = 1
     commutative = True
     associative = True

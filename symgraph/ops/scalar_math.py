@@ -11,7 +11,7 @@ import math
 import numpy as np
 import scipy.special
 
-from symgraph.ops.scalar import FloatScalarOp
+from symgraph.ops.scalar import FloatScalarOp, UnaryScalarOp, complex_to_real_out, float_out
 
 
 def _m():
@@ -383,3 +383,39 @@ class RoundHalfAwayFromZero(_Rounding):
         t = np.trunc(x)
         # x - trunc(x) is exact, unlike floor(|x| + 0.5) near 0.5 - ulp.
         return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+# -- complex numbers (values only: no gradients through complex dtypes) ----------
+
+class Real(UnaryScalarOp):
+    """The real part (x itself for real x)."""
+
+    output_dtype = staticmethod(complex_to_real_out)
+
+    def impl(self, x):
+        return np.real(x)
+
+
+class Imag(UnaryScalarOp):
+    """The imaginary part (zeros for real x)."""
+
+    output_dtype = staticmethod(complex_to_real_out)
+
+    def impl(self, x):
+        return np.imag(x)
+
+
+class Conj(UnaryScalarOp):
+    """The complex conjugate (x itself for real x)."""
+
+    ufunc = np.conjugate
+
+
+class Angle(UnaryScalarOp):
+    """The argument of complex x, in [-pi, pi] (0 or pi for real x)."""
+
+    def output_dtypes(self, *dtypes):
+        return [complex_to_real_out(float_out(*dtypes))]
+
+    def impl(self, x):
+        return np.angle(x)

@@ -511,9 +511,12 @@ def reshape(x, newshape, ndim=None):
     return Reshape(ndim)(x, shp)
 
 
-def flatten(x, ndim=1):
-    """Keep the first ``ndim - 1`` dimensions of ``x`` and flatten the rest (Theano's)."""
+def flatten(x, ndim=1, outdim=None):
+    """Keep the first ``ndim - 1`` dimensions of ``x`` and flatten the rest (Theano's;
+    ``outdim`` is Theano's older name for ``ndim``)."""
     x = as_tensor_variable(x)
+    if outdim is not None:
+        ndim = outdim
     if ndim < 1 or (ndim > x.ndim and x.ndim > 0):
         raise ValueError(f"flatten: ndim={ndim} must be between 1 and {max(x.ndim, 1)}")
     kept = [shape_i(x, d) for d in range(ndim - 1)]

@@ -205,6 +205,7 @@ class Subtensor(Op):
         (gz,) = output_grads
         if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
             return [_disconnected(x)] + [_disconnected(i) for i in rest]
+        gz = _as_dtype(gz, x.dtype)
         gx = IncSubtensor(self.idx_list)(zeros_like_shape(x), gz, *rest)
         return [gx] + [_disconnected(i) for i in rest]
 
@@ -212,6 +213,13 @@ class Subtensor(Op):
         if eval_points[0] is None:
             return [None]
         return [self(eval_points[0], *inputs[1:])]
+
+
+def _as_dtype(var, dtype):
+    """``var`` cast to ``dtype`` when it differs (gradients may arrive upcast)."""
+    from symgraph.ops.math import cast
+
+    return var if var.dtype == dtype else cast(var, dtype)
 
 
 def zeros_like_shape(x):
@@ -378,6 +386,8 @@ def _classify(entry):
         if parts[2] == 0:
             raise ValueError("indexing: slice step cannot be zero")
         return "slice", parts
+    if isinstance(entry, tuple):
+        entry = list(entry)  # a tuple inside the index is an array, as in NumPy
     if isinstance(entry, list) and any(isinstance(e, Variable) for e in entry):
         entry = as_tensor_variable(entry)  # symbolic scalars in a list: stack them
     if isinstance(entry, (list, np.ndarray)):

@@ -220,10 +220,17 @@ _canonicalize(local_reshape_reshape)
 # DimShuffles
 
 
+def _is_identity(order, x):
+    """True when dimshuffling ``x`` by ``order`` gives ``x`` back: each dimension
+    stays in place, or a size-1 dimension is dropped and re-added in place."""
+    return len(order) == x.ndim and all(
+        o == i or (o == "x" and x.type.shape[i] == 1) for i, o in enumerate(order))
+
+
 @node_rewriter([DimShuffle])
 def local_dimshuffle_identity(fgraph, node):
     """``x.dimshuffle(0, 1, ..., n-1) -> x``."""
-    if node.op.new_order != tuple(range(node.op.input_ndim)):
+    if not _is_identity(node.op.new_order, node.inputs[0]):
         return None
     return [node.inputs[0]]
 
@@ -237,7 +244,7 @@ def local_dimshuffle_dimshuffle(fgraph, node):
     inner_order = inner.op.new_order
     order = tuple("x" if d == "x" else inner_order[d] for d in node.op.new_order)
     x = inner.inputs[0]
-    if order == tuple(range(x.ndim)):
+    if _is_identity(order, x):
         return [x]
     return [DimShuffle(x.ndim, order)(x)]
 

@@ -73,12 +73,11 @@ class RewriterIndex:
 
 def handle_rewrite_error(rewriter_name, node, exc):
     """Apply ``config.on_opt_error`` to an exception raised by a rewrite."""
-    where = ""
+    message = f"rewrite {rewriter_name!r} failed on {node}: {type(exc).__name__}: {exc}"
     trace = getattr(getattr(node, "tag", None), "trace", None)
     if trace is not None:
-        where = f" (node built at {trace})"
-    message = (f"rewrite {rewriter_name!r} failed on {node}{where}: "
-               f"{type(exc).__name__}: {exc}")
+        message += f"\n  the node was built at {trace}"
+
     mode = config.on_opt_error
     if mode == "raise":
         raise RewriteError(message) from exc

@@ -8,7 +8,8 @@ Every phase runs its selected rewrites to a fixed point (``EquilibriumDriver``).
 A phase's *helpers* are phases whose selected rewrites also run inside it:
 constant folding and merge clean up after every canonicalize/stabilize/
 specialize pass, so that, e.g., ``2 * x * 3`` folds its constants and equal
-subexpressions that a rewrite created merge before the next pass.
+subexpressions that a rewrite created merge before the next pass; the later
+phases also run the canonicalizations.
 """
 
 import time
@@ -34,14 +35,17 @@ class Phase:
 
 
 _CLEANUP = ("constant_folding", "merge")
+# Later phases keep the graph canonical: their rewrites build forms such as
+# -(-x) that canonicalize would simplify.
+_CANONICAL = ("canonicalize",) + _CLEANUP
 
 PHASES = (
     Phase("merge", (), "merge equal constants and common subexpressions"),
     Phase("constant_folding", ("merge",), "compute nodes whose inputs are all constants"),
     Phase("canonicalize", _CLEANUP, "one canonical form: neutral elements, n-ary add/mul, "
                                      "shapes, dimshuffles, casts"),
-    Phase("stabilize", _CLEANUP, "numerically stable forms: log1p, expm1, softplus"),
-    Phase("specialize", _CLEANUP, "faster forms: x**2 -> sqr(x), ..."),
+    Phase("stabilize", _CANONICAL, "numerically stable forms: log1p, expm1, softplus"),
+    Phase("specialize", _CANONICAL, "faster forms: x**2 -> sqr(x), ..."),
     # Later issues add, in this order: device placement, elemwise fusion, inplace.
     # Phase("device", _CLEANUP, "move nodes to the GPU and cuDNN-style ops"),
     # Phase("fusion", ("merge",), "fuse element-wise subgraphs into one loop"),

@@ -2,7 +2,8 @@
 
 ``log(1 + x) -> log1p(x)``, ``log(1 - x) -> log1p(-x)``, ``exp(x) - 1 ->
 expm1(x)``, ``log(sigmoid(x)) -> -softplus(-x)``, ``log(1 - sigmoid(x)) ->
--softplus(x)``, ``log(exp(x)) -> x`` and ``log(softmax(x)) -> logsoftmax(x)``.
+-softplus(x)``, ``1 / (1 + exp(-x)) -> sigmoid(x)``, ``1 - sigmoid(x) ->
+sigmoid(-x)``, ``log(exp(x)) -> x`` and ``log(softmax(x)) -> logsoftmax(x)``.
 These change results only where the original lost them (overflow,
 cancellation): that is their purpose.
 
@@ -56,6 +57,12 @@ def _one_plus(var, sign=1):
     return None
 
 
+def _negated(var):
+    """-var, without a double negation when var already is -v."""
+    inner = owner_if(var, sb.Neg)
+    return inner.inputs[0] if inner is not None else M.neg(var)
+
+
 @node_rewriter([sm.Log])
 def local_log1p(fgraph, node):
     """``log(1 + x) -> log1p(x)`` and ``log(1 - x) -> log1p(-x)``."""
@@ -85,7 +92,7 @@ def local_log_sigmoid(fgraph, node):
     (arg,) = node.inputs
     inner = owner_if(arg, sm.Sigmoid)
     if inner is not None:
-        return _replace(node, lambda v: M.neg(M.softplus(M.neg(v))), inner.inputs[0])
+        return _replace(node, lambda v: M.neg(M.softplus(_negated(v))), inner.inputs[0])
     y = _one_plus(arg, -1)
     inner = owner_if(y, sm.Sigmoid) if y is not None else None
     if inner is not None:
@@ -93,9 +100,37 @@ def local_log_sigmoid(fgraph, node):
     return None
 
 
+@node_rewriter([sb.TrueDiv, sb.Reciprocal])
+def local_sigmoid(fgraph, node):
+    """``1 / (1 + exp(-x)) -> sigmoid(x)`` (and ``1 / (1 + exp(x)) -> sigmoid(-x)``)."""
+    if len(node.inputs) == 2:
+        num, den = node.inputs
+        if not is_constant_value(num, 1):
+            return None
+    else:
+        (den,) = node.inputs
+    arg = _one_plus(den, 1)
+    inner = owner_if(arg, sm.Exp) if arg is not None else None
+    if inner is None:
+        return None
+    return _replace(node, lambda v: M.sigmoid(_negated(v)), inner.inputs[0])
+
+
+@node_rewriter([sb.Sub])
+def local_one_minus_sigmoid(fgraph, node):
+    """``1 - sigmoid(x) -> sigmoid(-x)`` (no cancellation for large x)."""
+    y = _one_plus(node.outputs[0], -1)
+    inner = owner_if(y, sm.Sigmoid) if y is not None else None
+    if inner is None:
+        return None
+    return _replace(node, lambda v: M.sigmoid(_negated(v)), inner.inputs[0])
+
+
 _stabilize(local_log1p)
 _stabilize(local_expm1)
 _stabilize(local_log_sigmoid)
+_stabilize(local_sigmoid)
+_stabilize(local_one_minus_sigmoid)
 
 
 # ---------------------------------------------------------------------------

@@ -87,6 +87,7 @@ class RandomStream:
         """Floats uniform in ``[low, high)``; ``size`` a tuple (ints or
         symbolic scalars) or a symbolic vector (give ``ndim`` when its length
         is not static)."""
+        dtype = dtype or "floatX"
         return self.gen(rv.UniformRV(dtype), _size(size, ndim), *_floats(dtype, low, high))
 
     def normal(self, loc=0.0, scale=1.0, size=None, dtype="floatX", ndim=None, avg=None,
@@ -95,20 +96,21 @@ class RandomStream:
         (``avg``/``std`` are the names Theano's MRG streams used)."""
         loc = _alias(loc, 0.0, avg, "loc", "avg")
         scale = _alias(scale, 1.0, std, "scale", "std")
+        dtype = dtype or "floatX"
         return self.gen(rv.NormalRV(dtype), _size(size, ndim), *_floats(dtype, loc, scale))
 
     def binomial(self, n=1, p=0.5, size=None, dtype="int64", ndim=None, prob=None):
         """Successes in ``n`` trials of probability ``p`` (``prob`` is Theano's
         MRG name for ``p``)."""
         p = _alias(p, 0.5, prob, "p", "prob")
-        return self.gen(rv.BinomialRV(dtype), _size(size, ndim), n, p)
+        return self.gen(rv.BinomialRV(dtype or "int64"), _size(size, ndim), n, p)
 
     def integers(self, low, high=None, size=None, dtype="int64", ndim=None):
         """Integers uniform in ``[low, high)``; ``integers(high)`` draws from
         ``[0, high)`` as NumPy's ``Generator.integers``."""
         if high is None:
             low, high = 0, low
-        return self.gen(rv.IntegersRV(dtype), _size(size, ndim), *_ints(low, high))
+        return self.gen(rv.IntegersRV(dtype or "int64"), _size(size, ndim), *_ints(low, high))
 
     def random_integers(self, low=0, high=1, size=None, dtype="int64", ndim=None):
         """Theano's name: integers in ``[low, high]``, both ends included."""

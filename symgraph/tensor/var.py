@@ -22,6 +22,12 @@ def _reduce():
     return reduce
 
 
+def _blas():
+    from symgraph.ops import blas
+
+    return blas
+
+
 def _shape():
     from symgraph.ops import shape
 
@@ -49,8 +55,8 @@ class _TensorOperators:
     def __neg__(self): return _math().neg(self)
     def __pos__(self): return self
     def __abs__(self): return _math().abs_(self)
-    def __matmul__(self, other): return _math().dot(self, other)
-    def __rmatmul__(self, other): return _math().dot(other, self)
+    def __matmul__(self, other): return _blas().matmul(self, other)
+    def __rmatmul__(self, other): return _blas().matmul(other, self)
 
     # -- comparisons and logic ----------------------------------------------
     def __lt__(self, other): return _math().lt(self, other)

@@ -114,6 +114,8 @@ def test_size_forms():
     assert u.ndim == 3
     assert symgraph.function([n, m], u)(2, 5).shape == (2, 3, 5)
 
+    assert symgraph.function([n], srng.uniform(size=n, dtype=None))(4).shape == (4,)
+
     shape = T.lvector("shape")
     v = srng.normal(size=shape, ndim=2)
     assert v.ndim == 2
@@ -141,13 +143,18 @@ def test_shape_from_parameters():
 def test_infer_shape():
     from tests.helpers import check_infer_shape
 
-    srng = RandomStream(seed=10)
+    # An explicit generator input: the checker builds a graph from its inputs only.
+    r = rv.RandomGeneratorType()("r")
+    gen = np.random.default_rng(0)
     n = T.lscalar("n")
-    loc = T.dvector("loc")
-    check_infer_shape(srng.uniform(size=(n, 2)), [n], [3])
-    check_infer_shape(srng.normal(loc, 1.0), [loc], [np.zeros(5)])
-    check_infer_shape(srng.choice(5, size=(n,)), [n], [4])
-    check_infer_shape(srng.permutation(n), [n], [6])
+    loc, scale = T.dvector("loc"), T.dmatrix("scale")
+    check_infer_shape(rv.UniformRV()(r, (n, 2), 0.0, 1.0), [r, n], [gen, 3])
+    check_infer_shape(rv.NormalRV()(r, None, loc, scale), [r, loc, scale],
+                      [gen, np.zeros(5), np.ones((2, 1))])
+    check_infer_shape(rv.NormalRV()(r, T.stack([n, n]), 0.0, 1.0), [r, n], [gen, 2])
+    check_infer_shape(rv.ChoiceRV("int64")(r, (n,), 5), [r, n], [gen, 4])
+    check_infer_shape(rv.PermutationRV()(r, n), [r, n], [gen, 6])
+    check_infer_shape(rv.PermutationRV("float64")(r, scale), [r, scale], [gen, np.ones((3, 2))])
 
 
 # -- state: updates, seeding, purity ---------------------------------------------

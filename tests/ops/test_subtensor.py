@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 import symgraph
+import symgraph.gradient
 import symgraph.tensor as T
 from symgraph.ops.advanced_subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 from symgraph.ops.subtensor import IncSubtensor, Subtensor
+from tests.helpers import check_infer_shape
 
 RNG = np.random.default_rng(11)
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
@@ -19,12 +21,7 @@ def run(inputs, outputs, *values):
     """Compile ``outputs`` and call the function on ``values``."""
     single = not isinstance(outputs, (list, tuple))
     outs = [outputs] if single else list(outputs)
-    try:
-        fn = symgraph.function(list(inputs), outs, on_unused_input="ignore")
-    except ImportError:  # the rewrite pipeline is not importable yet: run unoptimized
-        fn = symgraph.function(list(inputs), outs, on_unused_input="ignore",
-                               mode=symgraph.Mode(optimizer=None))
-    res = fn(*values)
+    res = symgraph.function(list(inputs), outs, on_unused_input="ignore")(*values)
     return res[0] if single else res
 
 
@@ -42,23 +39,13 @@ def direct_infer_shape(outputs, inputs, values):
 
 
 def check_shapes(outputs, inputs, values):
-    """infer_shape checked directly and through the shared checker (when present)."""
+    """infer_shape checked directly and through the shared ShapeFeature checker."""
     direct_infer_shape(outputs, inputs, values)
-    try:
-        from tests.helpers import check_infer_shape
-        import symgraph.opt.shape_feature  # noqa: F401
-    except ImportError:
-        return
     check_infer_shape(outputs, inputs, values)
 
 
 def verify_grad(fn, values):
-    try:
-        import symgraph.opt  # noqa: F401
-        from symgraph import gradient
-    except ImportError as exc:
-        pytest.skip(f"verify_grad is not available yet: {exc}")
-    gradient.verify_grad(fn, values, rng=np.random.default_rng(0))
+    symgraph.gradient.verify_grad(fn, values, rng=np.random.default_rng(0))
 
 
 def sample(dtype, shape):
