@@ -57,7 +57,7 @@ def graphs(draw):
     rows = draw(st.integers(1, 4))
     cols = draw(st.integers(1, 4))
     n_inputs = draw(st.integers(1, 3))
-    inputs, values = [], []
+    inputs, values, shapes = [], [], {}
     for k in range(n_inputs):
         kind = draw(st.sampled_from(["matrix", "row", "col", "vector"]))
         if kind == "matrix":
@@ -69,6 +69,7 @@ def graphs(draw):
         else:
             var, shape = T.dvector(f"v{k}"), (cols,)
         inputs.append(var)
+        shapes[var] = shape
         seed = draw(st.integers(0, 2 ** 16))
         values.append(np.random.default_rng(seed).uniform(-2, 2, size=shape))
     pool = list(inputs)
@@ -76,24 +77,55 @@ def graphs(draw):
         choice = draw(st.sampled_from(["unary", "binary", "binary", "shape"]))
         if choice == "unary":
             _, fn = draw(st.sampled_from(UNARY))
-            pool.append(fn(draw(st.sampled_from(pool))))
+            a = draw(st.sampled_from(pool))
+            pool.append(fn(a))
+            shapes[pool[-1]] = shapes[a]
         elif choice == "binary":
             _, fn = draw(st.sampled_from(BINARY))
-            pool.append(fn(draw(st.sampled_from(pool)), draw(st.sampled_from(pool))))
+            a = draw(st.sampled_from(pool))
+            partners = [b for b in pool if _broadcastable_with(a, b, shapes)]
+            b = draw(st.sampled_from(partners))
+            pool.append(fn(a, b))
+            shapes[pool[-1]] = _broadcast_shape(a, b, shapes)
         else:
             a = draw(st.sampled_from(pool))
-            if a.ndim == 2:
-                pool.append(draw(st.sampled_from([a.T, a.dimshuffle(1, 0), a.flatten()])))
+            shape = shapes[a]
+            if a.ndim == 2 and draw(st.booleans()):
+                pool.append(draw(st.sampled_from([a.T, a.dimshuffle(1, 0)])))
+                shapes[pool[-1]] = shape[::-1]
+            elif a.ndim == 2:
+                pool.append(a.flatten())
+                shapes[pool[-1]] = (int(np.prod(shape)),)
             else:
                 pool.append(a.dimshuffle("x", 0))
+                shapes[pool[-1]] = (1,) + shape
     out = pool[-1]
-    if draw(st.booleans()):
+    if draw(st.booleans()) and out.ndim:
         _, fn = draw(st.sampled_from(REDUCE))
         axis = draw(st.sampled_from([None] + list(range(out.ndim))))
         out = fn(out, axis, draw(st.booleans()))
     used = set(symgraph.graph.basic.graph_inputs([out]))
     keep = [(i, v) for i, v in zip(inputs, values) if i in used]
     return [i for i, _ in keep], out, [v for _, v in keep]
+
+
+def _aligned(var, shapes):
+    shape = shapes[var]
+    static = var.type.shape
+    pad = 2 - len(shape)
+    return (1,) * pad + tuple(shape), (1,) * pad + tuple(static)
+
+
+def _broadcastable_with(a, b, shapes):
+    """Theano's rule: sizes agree, or one side is declared (statically) size 1."""
+    (sa, ta), (sb, tb) = _aligned(a, shapes), _aligned(b, shapes)
+    return all(x == y or tx == 1 or ty == 1 for x, y, tx, ty in zip(sa, sb, ta, tb))
+
+
+def _broadcast_shape(a, b, shapes):
+    (sa, _), (sb, _) = _aligned(a, shapes), _aligned(b, shapes)
+    out = tuple(max(x, y) for x, y in zip(sa, sb))
+    return out[2 - max(a.ndim, b.ndim):]
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))

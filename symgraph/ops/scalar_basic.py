@@ -450,6 +450,13 @@ class Cast(UnaryScalarOp):
         (x,) = inputs
         if x.dtype.startswith("float") and self.dtype.startswith("float"):
             return [cast(output_grads[0], x.dtype)]
-        from symgraph.gradient import disconnected_grad_for
+        if x.dtype.startswith("float"):
+            # float -> int/bool: the result is piecewise constant.
+            from symgraph.ops.math import zeros_like
 
-        return [disconnected_grad_for(x)]
+            return [zeros_like(x)]
+        # An integer input: connected, but with a zero gradient (Theano's rule).
+        from symgraph.config import config
+        from symgraph.ops.math import zeros_like
+
+        return [zeros_like(x, dtype=config.floatX)]

@@ -25,8 +25,7 @@ from symgraph.ops import scalar_basic as sb
 from symgraph.ops.elemwise import Elemwise
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import node_rewriter
-from symgraph.opt.utils import (conform, fill_like, is_constant_value, is_discrete,
-                                owner_if, scalar_constant_value)
+from symgraph.opt.utils import conform, fill_like, is_constant_value, is_discrete, owner_if
 
 
 def _canonicalize(rewriter, *tags):
@@ -239,9 +238,3 @@ def local_cast_cast(fgraph, node):
 _canonicalize(local_useless_cast, "fast_compile")
 _canonicalize(local_cast_cast, "fast_compile")
 
-
-# Exported for the tests and for later passes that build n-ary nodes.
-__all__ = ["local_neutral_element", "local_mul_zero", "local_mul_zero_unsafe",
-           "local_sub_self", "local_sub_self_unsafe", "local_div_self_unsafe",
-           "local_double_neg", "local_flatten_nary", "local_gather_constants",
-           "local_useless_cast", "local_cast_cast", "scalar_constant_value"]

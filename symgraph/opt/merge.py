@@ -71,11 +71,8 @@ def merge_nodes(fgraph, order, verbose=False):
 
 
 @graph_rewriter
-def merge(fgraph):
+def merge(fgraph, verbose=False):
     """Merge equal constants, then common subexpressions (one topological walk)."""
-    from symgraph.config import config
-
-    verbose = config.optimizer_verbose
     order = fgraph.toposort()
     merged = merge_constants(fgraph, order, verbose)
     if merged:

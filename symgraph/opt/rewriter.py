@@ -144,14 +144,19 @@ class GraphRewriter:
 
     The function edits the graph through the driver's ``replace_validated``
     and returns how many replacements it made (0 or None: nothing changed).
+    A function with a ``verbose`` parameter is told whether to print what
+    it replaces.
     """
 
     def __init__(self, fn, name=None):
         self.fn = fn
         self.name = name or fn.__name__
         self.__doc__ = fn.__doc__
+        self._takes_verbose = "verbose" in inspect.signature(fn).parameters
 
-    def apply(self, fgraph):
+    def apply(self, fgraph, verbose=False):
+        if self._takes_verbose:
+            return self.fn(fgraph, verbose=verbose) or 0
         return self.fn(fgraph) or 0
 
     __call__ = apply

@@ -17,7 +17,7 @@ def test_logistic_regression_tutorial():
 
     # generate a dataset: D = (input_values, target_class)
     D = (rng.randn(N, feats), rng.randint(size=N, low=0, high=2))
-    training_steps = 100
+    training_steps = 1000
 
     # Declare Theano symbolic variables
     x = T.dmatrix("x")
@@ -51,7 +51,7 @@ def test_logistic_regression_tutorial():
             first_cost = err.mean()
     assert err.mean() < first_cost / 2
     accuracy = (predict(D[0]) == D[1]).mean()
-    assert accuracy > 0.95
+    assert accuracy > 0.9
     theano.printing.debugprint(predict, file="str")
 
 

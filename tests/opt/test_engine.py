@@ -349,3 +349,28 @@ def test_compiled_function_values_unchanged_through_the_pipeline():
     g = symgraph.function([x, v], out, mode=symgraph.Mode(optimizer=None))
     a, b = np.random.default_rng(0).normal(size=(2, 3)), np.arange(3.0)
     np.testing.assert_allclose(f(a, b), g(a, b))
+
+
+def test_no_validation_while_nothing_destroys(monkeypatch):
+    # Validating walks the whole graph: doing it for every replacement made
+    # compiling quadratic.  Before the inplace phase nothing can be invalid.
+    calls = []
+    monkeypatch.setattr(DestroyHandler, "validate",
+                        lambda self, fgraph: calls.append(1))
+    x = T.dvector("x")
+    fg = _fg([x], T.log(1 + x * 1))
+    fg.attach_feature(History())
+    fg.attach_feature(DestroyHandler())
+    counts = optimize(fg)
+    assert counts["local_log1p"] == 1 and calls == []
+
+
+def test_merge_leaves_nodes_that_destroy_their_input_apart():
+    from symgraph.opt.merge import merge
+
+    x, y = T.dvectors("x", "y")
+    inplace = Elemwise(sb.Add(2), inplace_pattern={0: 0})
+    e = T.exp(x)
+    fg = _fg([x, y], [inplace(e, y), inplace(e, y)])  # no destroy handler: allowed
+    merge(fg)
+    assert count_op(fg, sb.Add) == 2
