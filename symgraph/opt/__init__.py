@@ -9,12 +9,13 @@ rewrite with ``node_rewriter`` (or ``PatternRewriter``) and ``register``.
 
 from symgraph.opt.driver import (EquilibriumDriver, RewriteCycleError,  # noqa: F401
                                  RewriteError)
-from symgraph.opt.registry import RewriteQueryError, register, registry  # noqa: F401
+from symgraph.opt.registry import RewriteQueryError, register  # noqa: F401
+from symgraph.opt.registry import registry as rewrite_registry  # noqa: F401
 from symgraph.opt.rewriter import (GraphRewriter, NodeRewriter,  # noqa: F401
                                    PatternRewriter, graph_rewriter, node_rewriter)
 from symgraph.opt.shape_feature import ShapeFeature  # noqa: F401
 from symgraph.opt.pipeline import PHASES, optimize  # noqa: F401
 
 __all__ = ["optimize", "PHASES", "node_rewriter", "graph_rewriter", "PatternRewriter",
-           "NodeRewriter", "GraphRewriter", "register", "registry", "ShapeFeature",
+           "NodeRewriter", "GraphRewriter", "register", "rewrite_registry", "ShapeFeature",
            "EquilibriumDriver", "RewriteError", "RewriteCycleError", "RewriteQueryError"]

@@ -237,4 +237,3 @@ def local_cast_cast(fgraph, node):
 
 _canonicalize(local_useless_cast, "fast_compile")
 _canonicalize(local_cast_cast, "fast_compile")
-

@@ -77,7 +77,6 @@ def handle_rewrite_error(rewriter_name, node, exc):
     trace = getattr(getattr(node, "tag", None), "trace", None)
     if trace is not None:
         message += f"\n  the node was built at {trace}"
-
     mode = config.on_opt_error
     if mode == "raise":
         raise RewriteError(message) from exc

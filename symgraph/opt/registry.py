@@ -128,7 +128,7 @@ class RewriteRegistry:
         else:
             head = f"cannot {verb} {item!r}: it is neither a rewrite tag nor a rewrite name."
         return (f"{head} Known tags: {', '.join(sorted(carried))}. "
-                f"(Rewrite names are accepted too: see symgraph.opt.registry.registry.)")
+                f"(Rewrite names are accepted too: symgraph.opt.rewrite_registry.entries() lists them.)")
 
 
 def _split(items):

@@ -12,7 +12,8 @@ NaN), so it fires only when x is known to be non-negative: computed by exp,
 sqr, abs, sigmoid, softplus, sqrt, or a constant >= 0.
 
 The replacement is computed in the replaced output's dtype (the input is
-cast first), so that e.g. ``log(1 + int16_x)`` keeps its float64 precision.
+cast first), so that e.g. ``log(np.float64(1) + int8_x)``, a float64 result,
+is not computed as ``log1p`` of int8, which would be float32.
 """
 
 import numpy as np
@@ -44,6 +45,8 @@ def _one_plus(var, sign=1):
     Understands n-ary adds with a constant 1 among their inputs.
     """
     node = var.owner
+    if var.dtype == "bool":  # bool add is logical or
+        return None
     if sign == 1 and owner_if(var, sb.Add) is not None:
         ones = [i for i in node.inputs if is_constant_value(i, 1)]
         if not ones:
