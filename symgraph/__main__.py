@@ -78,6 +78,12 @@ def _config(argv):
     return 0
 
 
+@command("cache", "list, show stats of, prune or clear the compile cache")
+def _cache(argv):
+    from symgraph.compile.native.cache_cli import main as cache_main  # lazy: stays fast
+    return cache_main(argv)
+
+
 def main(argv=None):
     """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; return its status."""
     argv = sys.argv[1:] if argv is None else list(argv)

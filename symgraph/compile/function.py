@@ -13,11 +13,12 @@ import warnings
 
 import numpy as np
 
-from symgraph.compile.errors import InputError, MissingInputError, UnusedInputError
+from symgraph.compile.errors import (InputError, MissingInputError, UnusedInputError,
+                                     reraise_with_node)
 from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 from symgraph.compile.shared import SharedVariable
-from symgraph.compile.vm import VM, ProfileStats, debug_check, nan_guard_check
+from symgraph.compile.vm import VM, ProfileStats, check_steps, debug_check, nan_guard_check
 from symgraph.config import config
 from symgraph.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from symgraph.graph.destroy import DestroyHandler
@@ -250,14 +251,36 @@ class FunctionMaker:
             checks.append(nan_guard_check(self.mode))
         if isinstance(self.mode, DebugMode):
             checks.append(debug_check)
-        vm = VM(fgraph, order, storage, checks=checks, profile=self.profile)
         self.timings["scheduling"] = time.perf_counter() - start
+        native = self._native_program(order, checks)
+        vm = None if native is not None else \
+            VM(fgraph, order, storage, checks=checks, profile=self.profile)
         if self.profile is not None:
             self.profile.compile_time.update(self.timings)
-        function = Function(self, vm, storage)
+            self.profile.native = native
+        function = Function(self, vm, storage, native=native)
         if isinstance(self.mode, DebugMode):
             function.reference = self._reference_function()
         return function
+
+    def _native_program(self, order, checks):
+        """The runtime Program for linker c or c|py (None for linker py)."""
+        linker = self.mode.linker
+        if linker not in ("c", "c|py"):
+            return None
+        from symgraph.compile.native.linker import (NoNativeCodeError, build_program,
+                                                    native_available)
+
+        if not native_available():
+            if linker == "c":
+                raise NoNativeCodeError("linker=c needs a C compiler, and none was found "
+                                        "(flag cxx is empty or the compiler is missing)")
+            return None
+        extra = check_steps(checks) if checks else None
+        native = build_program(self.fgraph, order, linker, self.timings, extra)
+        if self.profile is not None:
+            native.program.set_profile(True)
+        return native
 
     def _reference_function(self):
         """DebugMode's unoptimized twin: the outputs and update values, no updates."""
@@ -315,14 +338,20 @@ class Function:
     ``f.maker.fgraph`` is the optimized graph.
     """
 
-    def __init__(self, maker, vm, storage):
+    def __init__(self, maker, vm, storage, native=None):
         self.maker = maker
         self.vm = vm
+        self.native = native
         self.name = maker.name
         self.trust_input = maker.trust_input
         fgraph = maker.fgraph
         self.input_cells = [storage[v] for v in fgraph.inputs[:len(maker.in_specs)]]
         self.output_cells = [storage[v] for v in fgraph.outputs]
+        self._shared_cells = [s.container.storage for s in maker.shared_inputs]
+        if native is not None:
+            from symgraph.compile.native.runtime import load_runtime
+
+            self._input_mismatch = load_runtime().InputMismatch
         self.input_types = [v.type for v in fgraph.inputs[:len(maker.in_specs)]]
         self.input_names = [spec.name for spec in maker.in_specs]
         self.defaults = [spec.value for spec in maker.in_specs]
@@ -353,6 +382,8 @@ class Function:
     reference = None
 
     def __call__(self, *args, **kwargs):
+        if self.native is not None:
+            return self._call_native(args, kwargs)
         values = self._bind(args, kwargs)
         expected = self.reference(*values) if self.reference is not None else None
         for cell, value in zip(self.input_cells, values):
@@ -380,6 +411,55 @@ class Function:
         if self.maker.unpack_single:
             return results[0]
         return results
+
+    def _call_native(self, args, kwargs):
+        if kwargs or len(args) != len(self.input_cells):
+            values, check = self._bind(args, kwargs), False
+        else:
+            values, check = args, not self.trust_input
+        expected = self.reference(*values) if self.reference is not None else None
+        outs = self._run_program(values, check)
+        if outs is None:
+            # The C check takes exact arrays only: convert (or explain) in Python.
+            outs = self._run_program(self._bind(args, kwargs), False)
+        n = self.maker.n_outputs
+        results = [np.array(r, copy=True) if c and isinstance(r, np.ndarray) else r
+                   for r, c in zip(outs[:n], self._copy_output)]
+        new_values = [np.array(v, copy=True) if copy_it else v
+                      for v, copy_it in zip(outs[n:], self._update_copy)]
+        if expected is not None:
+            self._compare_with_reference(results + new_values, expected)
+        for (target, _, _), value in zip(self._updates, new_values):
+            target[0] = value
+        if self.profile is not None:
+            self.profile.calls += 1
+        return results[0] if self.maker.unpack_single else results
+
+    @property
+    def storage_map(self):
+        """{variable: [value]}: constants, shared values and buffers kept from the last call."""
+        if self.native is None:
+            return self.vm.storage
+        program = self.native.program
+        out = {var: [program.slot(slot)] for var, slot in self.native.slot_of.items()}
+        shared_vars = self.maker.fgraph.inputs[len(self.input_cells):]
+        out.update(zip(shared_vars, self._shared_cells))
+        return out
+
+    def _run_program(self, values, check):
+        """The runtime's outputs, or None when an input needs Python's conversion."""
+        program = self.native.program
+        try:
+            return program.run(tuple(values) + tuple(c[0] for c in self._shared_cells), check)
+        except self._input_mismatch:
+            return None
+        except Exception as exc:
+            node = self.native.failed_node()
+            if node is None:
+                raise
+            inputs = self.native.node_input_values(node)
+            program.clear()
+            reraise_with_node(node, inputs, exc)
 
     def _compare_with_reference(self, got, expected):
         fg = self.maker.fgraph

@@ -77,12 +77,24 @@ class ProfileStats:
         self.call_time = 0.0
         self.compile_time = {}
 
+    native = None  # a NativeProgram whose runtime timed its steps
+
+    def _sync_native(self):
+        if self.native is None:
+            return
+        self.node_time, self.node_calls = {}, {}
+        times = self.native.program.step_times()
+        for node, (seconds, calls) in zip(self.native.step_nodes, times):
+            self.node_time[node] = self.node_time.get(node, 0.0) + seconds
+            self.node_calls[node] = max(self.node_calls.get(node, 0), calls)
+
     def record(self, node, seconds):
         self.node_time[node] = self.node_time.get(node, 0.0) + seconds
         self.node_calls[node] = self.node_calls.get(node, 0) + 1
 
     def op_time(self):
         """{op class name: total seconds}."""
+        self._sync_native()
         out = {}
         for node, t in self.node_time.items():
             key = str(node.op)
@@ -91,6 +103,7 @@ class ProfileStats:
 
     def summary(self, file=None):
         """Print (or return with file='str') the per-op and per-node tables."""
+        self._sync_native()
         total = sum(self.node_time.values()) or 1e-12
         lines = [f"Function profile: {self.name or '<unnamed>'}",
                  f"  calls: {self.calls}, total time in calls: {self.call_time:.6f}s",
@@ -161,3 +174,51 @@ def debug_check(node, inputs, outputs, vm=None):
 
 
 debug_check.needs_input_copies = True
+
+
+class _CopiesHolder:
+    """What the VM checks read (``input_copies``), for checks run by the runtime."""
+
+    input_copies = ()
+
+
+def check_steps(checks):
+    """Runtime steps around each node that run the VM ``checks`` (DebugMode,
+    NanGuardMode) on a native schedule; DebugMode also compares each node's
+    native result with its Python ``perform``."""
+    needs_copies = any(getattr(c, "needs_input_copies", False) for c in checks)
+
+    def around(node, slot_of):
+        holder = _CopiesHolder()
+        n_in = len(node.inputs)
+
+        def before(*inputs):
+            holder.input_copies = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+                                   for v in inputs]
+            return ()
+
+        def after(*values):
+            inputs, outputs = list(values[:n_in]), list(values[n_in:])
+            for check in checks:
+                check(node, inputs, outputs, vm=holder)
+            if needs_copies:
+                compare_with_perform(node, holder.input_copies, outputs)
+            return ()
+
+        return ([(before, node.inputs)] if needs_copies else [],
+                [(after, node.inputs + node.outputs)])
+
+    return around
+
+
+def compare_with_perform(node, input_copies, outputs):
+    """DebugMode: the node's (native) outputs equal its Python perform's."""
+    storage = [[None] for _ in node.outputs]
+    node.op.perform(node, [np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+                           for v in input_copies], storage)
+    for k, (var, cell, got) in enumerate(zip(node.outputs, storage, outputs)):
+        if not var.type.values_eq_approx(cell[0], got):
+            from symgraph.compile.errors import node_origin
+
+            raise AssertionError(f"DebugMode: output {k} of {node}: native code gives "
+                                 f"{got!r}, Python perform gives {cell[0]!r}" + node_origin(node))

@@ -194,3 +194,29 @@ def local_log_softmax(fgraph, node):
 
 
 _stabilize(local_log_softmax)
+
+
+@node_rewriter(["symgraph.ops.nnet:SoftmaxGrad"])
+def local_logsoftmax_grad(fgraph, node):
+    """``SoftmaxGrad(g / sm, sm) -> g - sum(g, axis) * sm`` for ``sm = softmax(x)``:
+    the gradient of ``log(softmax(x))`` without dividing by a softmax that may
+    have underflowed to 0 (which gives NaN where the true gradient is finite)."""
+    from symgraph.ops.reduce import sum as sum_
+
+    softmax_cls = _nnet_op("Softmax")
+    dy, sm_var = node.inputs
+    div = owner_if(dy, sb.TrueDiv)
+    inner = sm_var.owner
+    if softmax_cls is None or div is None or div.inputs[1] is not sm_var or \
+            inner is None or not isinstance(inner.op, softmax_cls) or \
+            inner.op._props_dict() != node.op._props_dict():
+        return None
+    g = div.inputs[0]
+    if any(a == 1 and b != 1 for a, b in zip(g.type.shape, sm_var.type.shape)):
+        g = M.second(sm_var, g)  # broadcast first: the sum counts every position
+    new = g - sum_(g, axis=node.op.axis, keepdims=True) * sm_var
+    new = conform(new, node.outputs[0], fill_from=[sm_var])
+    return None if new is None else [new]
+
+
+_stabilize(local_logsoftmax_grad)

@@ -5,8 +5,10 @@ normalization arrive with the neural-network ops.
 """
 
 from symgraph.ops.math import sigmoid, softplus  # noqa: F401
+from symgraph.ops.nnet import log_softmax, logsoftmax, softmax  # noqa: F401
 
-__all__ = ["sigmoid", "softplus", "relu", "ultra_fast_sigmoid", "hard_sigmoid"]
+__all__ = ["sigmoid", "softplus", "relu", "ultra_fast_sigmoid", "hard_sigmoid",
+           "softmax", "logsoftmax", "log_softmax"]
 
 
 def relu(x, alpha=0):

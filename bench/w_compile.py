@@ -1,0 +1,101 @@
+"""Compile-time workloads: W6 (W4's training function, cold and warm) and W7
+(a chain of N distinct dense + element-wise layers, cold).
+
+Every measurement is a fresh subprocess (``compile_child.py``).  Cold: every
+cache the system keeps on disk points into a new empty folder.  Warm: a second
+process over the folder the cold one filled.  Import time is not counted; the
+time runs from ``function()`` (``torch.compile``, ``jax.jit``) to the first result.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from common import Row
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPILED = ("symgraph", "PyTensor C", "PyTensor Numba", "torch.compile", "JAX")
+CHAIN_COLUMNS = ("symgraph", "PyTensor C", "PyTensor Numba", "JAX")
+
+
+def _cache_env(root):
+    """Environment pointing every system's on-disk cache into ``root``."""
+    env = dict(os.environ)
+    flags = env.get("SYMGRAPH_FLAGS", "")
+    env["SYMGRAPH_FLAGS"] = ",".join(
+        f for f in (flags, "compiledir=%s" % os.path.join(root, "symgraph")) if f)
+    pflags = env.get("PYTENSOR_FLAGS", "")
+    env["PYTENSOR_FLAGS"] = ",".join(
+        f for f in (pflags, "base_compiledir=%s" % os.path.join(root, "pytensor")) if f)
+    env["NUMBA_CACHE_DIR"] = os.path.join(root, "numba")
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    env["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+    env["XDG_CACHE_HOME"] = os.path.join(root, "xdg")
+    return env
+
+
+def _child(ctx, column, workload, n, root):
+    """Run one measurement; returns seconds or None (the failure goes to notes)."""
+    cmd = [sys.executable, os.path.join(HERE, "compile_child.py"), column, workload, str(n),
+           "--jax-cache", os.path.join(root, "jax")]
+    try:
+        proc = subprocess.run(cmd, env=_cache_env(root), capture_output=True, text=True,
+                              timeout=ctx.timeout)
+    except subprocess.TimeoutExpired:
+        ctx.notes.append("%s %s N=%s: over the %.0f s limit" % (column, workload, n, ctx.timeout))
+        return None
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)["seconds"]
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+    ctx.notes.append("%s %s N=%s failed: %s" % (column, workload, n, " / ".join(tail)[:300]))
+    return None
+
+
+def _best(values):
+    values = [v for v in values if v is not None]
+    return min(values) if values else None
+
+
+def w6(ctx):
+    """W6: cold and warm compile of the MLP training step, every compiling system."""
+    columns = [c for c in COMPILED if ctx.wants(c)]
+    tries = 1 if ctx.quick else 2
+    cold = {c: [] for c in columns}
+    warm = {c: [] for c in columns}
+    for _ in range(tries):
+        for column in columns:           # interleaved: one system after the other
+            root = tempfile.mkdtemp(prefix="sgbench-w6-")
+            try:
+                cold[column].append(_child(ctx, column, "mlp", 0, root))
+                if cold[column][-1] is not None:
+                    warm[column].append(_child(ctx, column, "mlp", 0, root))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    return [Row("W6 cold, function() to 1st result", {c: _best(cold[c]) for c in columns}),
+            Row("W6 warm, new process", {c: _best(warm[c]) for c in columns})]
+
+
+def w7(ctx):
+    """W7: cold compile of a chain of N distinct layers, N = 10, 50 (, 200)."""
+    sizes = (10, 50) if ctx.quick else (10, 50, 200)
+    columns = [c for c in CHAIN_COLUMNS if ctx.wants(c)]
+    rows = []
+    for n in sizes:
+        times = {}
+        for column in columns:
+            if ctx.quick and n > 10 and column.startswith("PyTensor"):
+                continue                  # tens of seconds each: full run only
+            root = tempfile.mkdtemp(prefix="sgbench-w7-")
+            try:
+                times[column] = _child(ctx, column, "chain", n, root)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+        rows.append(Row("W7 N=%d distinct layers, cold" % n, times))
+    first, last = rows[0].times.get("symgraph"), rows[-1].times.get("symgraph")
+    if first and last:
+        rows[-1].note = "symgraph N=%d / N=%d: %.1fx" % (sizes[-1], sizes[0], last / first)
+    return rows

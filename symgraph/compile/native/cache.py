@@ -1,0 +1,582 @@
+"""The on-disk compile cache, shared by every process of a user.
+
+Layout under the root (the ``compiledir`` flag, created 0700)::
+
+    <key[:2]>/<key>/lib.so      a built library (and lib.c, its source)
+    <key[:2]>/<key>/meta.json   size and sha256 of lib.so, creation time, key parts;
+                                its mtime is the entry's last use (LRU pruning)
+    locks/<key>.lock            one lock file per key (fcntl.flock)
+    tmp/                        builds in progress, and entries being deleted
+    index/<name>.json           small JSON records (the kernel index)
+
+Keys are content addresses: :func:`make_key` hashes named parts (the source,
+the compiler, flags, CPU, NumPy, Python and symgraph versions, the flags that
+change code by declaration: see :func:`environment_parts`).
+
+Rules, and why:
+
+- An entry appears only by ``os.rename`` of a finished build folder, so a
+  reader sees a whole entry or none, and takes no lock.
+- A miss takes the key's lock, looks again, and builds: of N processes needing
+  the same key, one compiles and the others wait for it, then load.  Other keys
+  are not blocked (no global lock).
+- An entry is complete when meta.json parses and lib.so has its size (checked
+  on every load) and its sha256 (checked on the first load in this process);
+  otherwise it is a miss: removed and rebuilt under the lock.  A killed
+  compiler leaves only a folder in ``tmp/``, removed when older than an hour.
+- A root or entry folder (or lib.so) that another user owns or that group or
+  others may write is refused (:class:`CacheSecurityError`): whoever can write
+  there can make this process load their code.
+- After a build, least recently used entries are pruned down to
+  ``compile_cache_size_mb``, never the entry just built.
+"""
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: fall back to a lock within this process only
+    fcntl = None
+
+from symgraph.compile.native import compiler
+
+__all__ = [
+    "CacheError", "CacheSecurityError", "CacheEntry", "ModuleCache", "get_cache",
+    "make_key", "environment_parts", "CACHE_FORMAT",
+]
+
+#: Bump when the cache layout or the meaning of an entry changes.
+CACHE_FORMAT = "1"
+LIB_NAME = "lib.so"
+META_NAME = "meta.json"
+TMP_MAX_AGE = 3600.0  # seconds after which a leftover build folder is garbage
+
+_KEY_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{3,127}")
+_SHARD_RE = re.compile(r"[A-Za-z0-9_-]{2}")
+_log = logging.getLogger("symgraph.compile.cache")
+
+OK, MISSING, CORRUPT = "ok", "missing", "corrupt"
+
+
+class CacheError(RuntimeError):
+    """The cache cannot be used as asked (a bad key, a build that made no lib.so)."""
+
+
+class CacheSecurityError(CacheError):
+    """A cache folder or file that another user owns or may write."""
+
+
+# ----------------------------------------------------------------------------- keys
+
+def make_key(**parts):
+    """The sha256 hex digest of named parts (strings; other values use ``repr``).
+    Each name and value is length-prefixed, so no two part lists collide by
+    concatenation; the order of the arguments does not matter."""
+    digest = hashlib.sha256()
+    for name in sorted(parts):
+        value = parts[name]
+        value = value if isinstance(value, str) else repr(value)
+        for text in (name, value):
+            data = text.encode("utf-8", "surrogatepass")
+            digest.update(b"%d:" % len(data))
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def environment_parts(openmp=False):
+    """The key parts that do not come from the source: compiler and flags, CPU,
+    NumPy ABI (major.minor), Python, symgraph, and every flag declared to change
+    code (``config.c_key()``).  ``make_key(source=src, **environment_parts())``."""
+    import numpy
+
+    import symgraph
+    from symgraph.config import config
+
+    return {
+        "format": CACHE_FORMAT,
+        "compiler": compiler.compiler_signature(),
+        "flags": " ".join(compiler.base_flags(openmp)),
+        "cpu": compiler.cpu_signature(),
+        "numpy": ".".join(numpy.__version__.split(".")[:2]),
+        "python": f"{sys.implementation.cache_tag} {sys.version_info[0]}."
+                  f"{sys.version_info[1]}",
+        "symgraph": symgraph.__version__,
+        "config": repr(config.c_key()),
+    }
+
+
+def _summary(parts):
+    """Key parts for meta.json: long values (the source) as length and hash."""
+    out = {}
+    for name, value in (parts or {}).items():
+        value = value if isinstance(value, str) else repr(value)
+        if len(value) > 200 or "\n" in value:
+            value = (f"<{len(value)} chars, sha256 "
+                     f"{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}>")
+        out[name] = value
+    return out
+
+
+def _sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------- entries
+
+@dataclass
+class CacheEntry:
+    """One entry as listed: its key, folder, total size in bytes, creation and last
+    use (seconds since the epoch), whether it is complete, and its meta (key parts
+    summary) when asked for."""
+
+    key: str
+    path: Path
+    size: int
+    created: float
+    last_used: float
+    complete: bool
+    meta: dict = field(default_factory=dict)
+
+
+class ModuleCache:
+    """The compile cache under ``root`` (default: the ``compiledir`` flag).
+
+    Use :func:`get_cache` for the shared instance of a root.  Thread safe; safe
+    across processes (see the module docstring).
+    """
+
+    def __init__(self, root=None):
+        from symgraph.config import config
+
+        self.root = Path(os.path.abspath(os.path.expanduser(str(root or config.compiledir))))
+        self._root_str = str(self.root)
+        self._verified = {}      # key -> (inode, mtime_ns, size, sha256) checked here
+        self._mutex = threading.Lock()
+        self._thread_locks = {}  # key -> threading.Lock, only where fcntl is missing
+        self.hits = 0            # loads of complete entries without building
+        self.builds = 0          # entries this object built
+        self.ensure_root()
+
+    def __repr__(self):
+        return f"<ModuleCache {self.root}>"
+
+    # -- security
+
+    @staticmethod
+    def _check_stat(path, st, what):
+        if st.st_uid != os.geteuid():
+            raise CacheSecurityError(
+                f"refusing to use the compile cache {what} {path}: it is owned by uid "
+                f"{st.st_uid}, not by you (uid {os.geteuid()}); another user could put "
+                f"code there that this process would load. Use a compiledir of your "
+                f"own (SYMGRAPH_FLAGS=compiledir=...) or remove {path}.")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise CacheSecurityError(
+                f"refusing to use the compile cache {what} {path}: it is writable by "
+                f"group or others (mode {stat.S_IMODE(st.st_mode):#o}); another user "
+                f"could put code there that this process would load. Fix: "
+                f"chmod go-w {path}")
+
+    def ensure_root(self):
+        """Create the root (0700) and its subfolders if needed; refuse an unsafe root."""
+        root = self.root
+        try:
+            st = os.stat(root)
+        except FileNotFoundError:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            st = os.stat(root)
+        if not stat.S_ISDIR(st.st_mode):
+            raise CacheError(f"the compiledir {root} is not a folder")
+        self._check_stat(root, st, "folder")
+        for sub in ("tmp", "locks", "index"):
+            path = root / sub
+            try:
+                self._check_stat(path, os.stat(path), "folder")
+            except FileNotFoundError:
+                os.makedirs(path, mode=0o700, exist_ok=True)
+
+    def _check_root(self):
+        """The per-call check: the root is still there, ours and not writable by
+        others (one stat; the subfolders were checked when this object was made)."""
+        try:
+            st = os.stat(self._root_str)
+        except FileNotFoundError:  # removed by hand: make it again
+            return self.ensure_root()
+        self._check_stat(self._root_str, st, "folder")
+        if not stat.S_ISDIR(st.st_mode):
+            raise CacheError(f"the compiledir {self.root} is not a folder")
+
+    def entry_dir(self, key):
+        """The folder of entry ``key`` (which need not exist)."""
+        return Path(self._entry_str(key))
+
+    def _entry_str(self, key):
+        # strings, not Paths, on the load path: pathlib costs more than the stats
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+            raise CacheError(f"bad cache key {key!r}: 4 to 128 characters of "
+                             "letters, digits, '_', '-' and '.' (make_key gives one)")
+        return os.path.join(self._root_str, key[:2], key)
+
+    # -- reading
+
+    def _check_entry(self, key):
+        """``(status, lib path)``: OK for a complete entry (its use is recorded),
+        MISSING, or CORRUPT.  Takes no lock."""
+        folder = self._entry_str(key)
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:
+            return MISSING, None
+        self._check_stat(folder, st, "entry folder")
+        lib, meta_path = os.path.join(folder, LIB_NAME), os.path.join(folder, META_NAME)
+        try:
+            with open(meta_path, "rb") as handle:
+                meta = json.loads(handle.read())
+            size, digest = int(meta["size"]), str(meta["sha256"])
+            lib_st = os.stat(lib)
+        except (OSError, ValueError, KeyError, TypeError):
+            return CORRUPT, None
+        self._check_stat(lib, lib_st, "library")
+        if lib_st.st_size != size:
+            return CORRUPT, None
+        ident = (lib_st.st_ino, lib_st.st_mtime_ns, size, digest)
+        if self._verified.get(key) != ident:  # a dict read is atomic under the GIL
+            try:
+                if _sha256_file(lib) != digest:
+                    return CORRUPT, None
+            except OSError:
+                return CORRUPT, None
+            with self._mutex:
+                self._verified[key] = ident
+        with contextlib.suppress(OSError):
+            os.utime(meta_path)  # the LRU clock; a read-only cache still loads
+        return OK, Path(lib)
+
+    def get(self, key):
+        """The path of entry ``key``'s lib.so if a complete entry exists, else None.
+        Never builds, never waits."""
+        self._check_root()
+        status, lib = self._check_entry(key)
+        return lib if status == OK else None
+
+    # -- building
+
+    @contextlib.contextmanager
+    def _key_lock(self, key):
+        if fcntl is None:
+            with self._mutex:
+                lock = self._thread_locks.setdefault(key, threading.Lock())
+            with lock:
+                yield
+            return
+        fd = os.open(self.root / "locks" / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a dead holder's lock is released by the OS
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def get_or_build(self, key, build_fn, parts=None, what=None):
+        """The path of entry ``key``'s lib.so, building it first if needed.
+
+        ``build_fn(tmp_dir)`` must write ``lib.so`` into the Path ``tmp_dir`` (with
+        :func:`~symgraph.compile.native.compiler.compile_library`, say).  ``parts``
+        (the key's parts) are summarized into meta.json; ``what`` names the entry in
+        the ``compile_no_compile`` error.  A complete entry is returned without any
+        lock; a miss waits for the key's lock, so that one process builds.
+        """
+        self._check_root()
+        status, lib = self._check_entry(key)
+        if status == OK:
+            self.hits += 1
+            return lib
+        self.ensure_root()  # a miss is slow anyway: check the subfolders too
+        with self._key_lock(key):
+            status, lib = self._check_entry(key)  # another process may have built it
+            if status == OK:
+                self.hits += 1
+                return lib
+            if status == CORRUPT:
+                _log.warning("compile cache entry %s is incomplete or corrupt: "
+                             "rebuilding it", self.entry_dir(key))
+                self._remove(self.entry_dir(key))
+            lib = self._build(key, build_fn, parts, what)
+        self._enforce_cap(keep=key)
+        return lib
+
+    def load(self, key, build_fn, loader=ctypes.CDLL, parts=None, what=None):
+        """``loader(path of lib.so)`` for entry ``key``, built if needed.  Retries once
+        if the library vanished between the check and the load (another process
+        pruned or cleared it)."""
+        for attempt in (0, 1):
+            lib = self.get_or_build(key, build_fn, parts=parts, what=what)
+            try:
+                return loader(str(lib))
+            except OSError:
+                if attempt or lib.exists():
+                    raise
+
+    def _build(self, key, build_fn, parts, what):
+        tmp = Path(tempfile.mkdtemp(prefix=f"build-{key[:16]}-{os.getpid()}-",
+                                    dir=self.root / "tmp"))
+        try:
+            with compiler.describing(what or f"the cache entry {key}"):
+                build_fn(tmp)
+            lib = tmp / LIB_NAME
+            if not lib.is_file():
+                raise CacheError(f"the build of cache entry {key} wrote no {LIB_NAME} "
+                                 f"in {tmp}")
+            for path in tmp.iterdir():  # a umask of 002 must not make entries unsafe
+                mode = stat.S_IMODE(path.lstat().st_mode)
+                if mode & 0o022 and not path.is_symlink():
+                    path.chmod(mode & ~0o022)
+            size, digest = lib.stat().st_size, _sha256_file(lib)
+            meta = {"format": CACHE_FORMAT, "key": key, "size": size, "sha256": digest,
+                    "created": time.time(), "parts": _summary(parts)}
+            (tmp / META_NAME).write_text(json.dumps(meta, indent=1, sort_keys=True))
+            self._place(key, tmp)
+        except compiler.CompileError:
+            raise  # keep tmp: the error names the source kept there; cleaned later
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.builds += 1
+        final = self.entry_dir(key) / LIB_NAME
+        st = os.stat(final)
+        with self._mutex:
+            self._verified[key] = (st.st_ino, st.st_mtime_ns, size, digest)
+        return final
+
+    def _place(self, key, tmp):
+        """Rename the finished build folder ``tmp`` into place (atomic)."""
+        final = self.entry_dir(key)
+        os.makedirs(final.parent, mode=0o700, exist_ok=True)
+        self._check_stat(final.parent, os.stat(final.parent), "folder")
+        try:
+            os.rename(tmp, final)
+            return
+        except OSError:
+            # an entry is there although we hold the lock (a lock file removed by
+            # `clear` under a waiting process): keep a complete one, replace another
+            if self._check_entry(key)[0] == OK:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            self._remove(final)
+        os.rename(tmp, final)
+
+    def _remove(self, folder):
+        """Delete ``folder``: renamed out of sight first (atomic), then removed."""
+        trash = self.root / "tmp" / f"trash-{folder.name}-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            os.rename(folder, trash)
+        except FileNotFoundError:
+            return False
+        with self._mutex:
+            self._verified.pop(folder.name, None)
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+    # -- listing and pruning
+
+    def list_entries(self, details=False):
+        """Every entry (complete or not) as a :class:`CacheEntry`, least recently
+        used first.  ``details`` reads each meta.json (key parts summary)."""
+        entries = []
+        for shard in _scandirs(self.root):
+            if not _SHARD_RE.fullmatch(shard.name):
+                continue
+            for folder in _scandirs(shard.path):
+                entry = _entry_info(Path(folder.path), details)
+                if entry is not None:
+                    entries.append(entry)
+        entries.sort(key=lambda e: (e.last_used, e.key))
+        return entries
+
+    def prune(self, max_bytes=None, keep=()):
+        """Remove least recently used entries until the total is at most
+        ``max_bytes`` (default: the ``compile_cache_size_mb`` flag), never those
+        whose key is in ``keep``; also remove build folders older than an hour.
+        Returns the removed entries."""
+        from symgraph.config import config
+
+        self.ensure_root()
+        if max_bytes is None:
+            max_bytes = config.compile_cache_size_mb * 2**20
+        keep = {keep} if isinstance(keep, str) else set(keep)
+        self.clean_tmp()
+        entries = self.list_entries()
+        total = sum(e.size for e in entries)
+        removed = []
+        for entry in entries:
+            if total <= max_bytes:
+                break
+            if entry.key in keep:
+                continue
+            if self._remove(entry.path):
+                removed.append(entry)
+            total -= entry.size
+        return removed
+
+    def _enforce_cap(self, keep):
+        try:
+            removed = self.prune(keep=keep)
+        except OSError as exc:  # pruning is housekeeping: never fail a build over it
+            _log.warning("pruning the compile cache %s failed: %s", self.root, exc)
+            return
+        if removed:
+            _log.info("compile cache: pruned %d least recently used entries",
+                      len(removed))
+
+    def clean_tmp(self, max_age=TMP_MAX_AGE):
+        """Remove folders in ``tmp/`` untouched for ``max_age`` seconds (left by killed
+        or failed builds).  Returns how many were removed."""
+        count, limit = 0, time.time() - max_age
+        for folder in _scandirs(self.root / "tmp"):
+            with contextlib.suppress(OSError):
+                if folder.stat(follow_symlinks=False).st_mtime < limit:
+                    shutil.rmtree(folder.path, ignore_errors=True)
+                    count += 1
+        return count
+
+    def clear(self):
+        """Remove every entry, index record, build folder and lock file (the root
+        stays).  Returns the number of entries removed."""
+        self.ensure_root()
+        count = sum(self._remove(entry.path) for entry in self.list_entries())
+        for shard in _scandirs(self.root):
+            if _SHARD_RE.fullmatch(shard.name):
+                with contextlib.suppress(OSError):
+                    os.rmdir(shard.path)  # only if empty: a racing build may add to it
+        for sub in ("index", "locks"):
+            for item in list(os.scandir(self.root / sub)):
+                with contextlib.suppress(OSError):
+                    os.unlink(item.path)
+        self.clean_tmp(max_age=0)
+        with self._mutex:
+            self._verified.clear()
+        return count
+
+    def stats(self):
+        """A dict: root, entries, bytes, cap_bytes, oldest and newest last use
+        (seconds since the epoch, None when empty), index records, build folders."""
+        from symgraph.config import config
+
+        self.ensure_root()
+        entries = self.list_entries()
+        return {
+            "root": str(self.root),
+            "entries": len(entries),
+            "bytes": sum(e.size for e in entries),
+            "cap_bytes": config.compile_cache_size_mb * 2**20,
+            "oldest": entries[0].last_used if entries else None,
+            "newest": entries[-1].last_used if entries else None,
+            "incomplete": sum(not e.complete for e in entries),
+            "index_records": sum(1 for _ in os.scandir(self.root / "index")),
+            "tmp_folders": sum(1 for _ in os.scandir(self.root / "tmp")),
+        }
+
+    # -- the kernel index
+
+    def _index_path(self, name_key):
+        name = name_key if _KEY_RE.fullmatch(name_key) else \
+            hashlib.sha256(name_key.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.root / "index" / f"{name}.json"
+
+    def lookup(self, name_key):
+        """The dict recorded under ``name_key``, or None (absent, unreadable or
+        garbage: all a miss)."""
+        self._check_root()
+        path = self._index_path(name_key)
+        try:
+            record = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        if (not isinstance(record, dict) or record.get("name_key") != name_key
+                or record.get("format") != CACHE_FORMAT
+                or not isinstance(record.get("value"), dict)):
+            return None
+        return record["value"]
+
+    def record(self, name_key, value):
+        """Store the JSON-able dict ``value`` under ``name_key`` (atomic replace)."""
+        if not isinstance(value, dict):
+            raise TypeError(f"an index record is a dict, not {type(value).__name__}")
+        self.ensure_root()
+        path = self._index_path(name_key)
+        text = json.dumps({"format": CACHE_FORMAT, "name_key": name_key, "value": value},
+                          sort_keys=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _scandirs(path):
+    """The sub-folders of ``path`` (no symlinks); none if ``path`` is missing."""
+    try:
+        items = list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [item for item in items if item.is_dir(follow_symlinks=False)]
+
+
+def _entry_info(folder, details):
+    try:
+        files = list(os.scandir(folder))
+        created = os.stat(folder).st_mtime  # set when meta.json was written in it
+    except OSError:
+        return None  # removed meanwhile
+    size, last_used, complete = 0, created, False
+    for item in files:
+        with contextlib.suppress(OSError):
+            st = item.stat(follow_symlinks=False)
+            size += st.st_size
+            if item.name == META_NAME:
+                last_used, complete = st.st_mtime, True
+    meta = {}
+    if details and complete:
+        try:
+            meta = json.loads((folder / META_NAME).read_bytes())
+        except (OSError, ValueError):
+            complete = False
+    return CacheEntry(folder.name, folder, size, created, last_used, complete, meta)
+
+
+_caches = {}
+_caches_lock = threading.Lock()
+
+
+def get_cache(root=None):
+    """The shared :class:`ModuleCache` of ``root`` (default: the ``compiledir`` flag,
+    read at each call, so ``change_flags(compiledir=...)`` takes effect)."""
+    from symgraph.config import config
+
+    path = os.path.abspath(os.path.expanduser(str(root or config.compiledir)))
+    with _caches_lock:
+        cache = _caches.get(path)
+        if cache is None:
+            cache = _caches[path] = ModuleCache(path)
+    return cache

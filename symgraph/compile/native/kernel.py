@@ -1,0 +1,48 @@
+"""What an op gives the native backend: a CKernel (C source plus how to call it).
+
+An op with native code implements ``c_kernel(self, node) -> CKernel | None``
+(None: this node runs its Python ``perform``).  The kernel's source follows
+the ABI of ``c_src/sg_kernel.h``: it defines ``int SG_FN(run)(const sg_array
+*in, sg_array *out, sg_error *err)`` and, for compute kernels, ``int
+SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err)``.
+``SG_FN`` gives each kernel unique symbol names when many kernels are
+compiled into one library; any other file-level name in ``source`` must be
+wrapped in ``SG_FN`` too, or go in ``support`` (shared helpers, defined once
+per library, deduplicated by their key).
+"""
+
+from dataclasses import dataclass, field
+
+COMPUTE = "compute"   # the runtime allocates (or reuses) the outputs
+INPLACE = "inplace"   # output k is the array of input inplace_of[k]
+VIEW = "view"         # output k points into the memory of input view_of[k]
+
+
+@dataclass(frozen=True)
+class CKernel:
+    """The native implementation of one node.
+
+    ``source``: the kernel's C code (see the module docstring).
+    ``kind``: COMPUTE, INPLACE or VIEW.
+    ``view_of``/``inplace_of``: per output, the input index it aliases.
+    ``support``: ((key, code), ...) helper definitions shared between kernels.
+    ``headers``: extra ``#include`` lines (system headers as ``<math.h>``,
+    symgraph's own as ``"sg_loops.h"`` from ``c_src/``).
+    ``symbols``: (name, python_value_fn) pairs: global pointers the kernel
+    declares in its support code (e.g. BLAS function pointers) that the
+    linker sets after loading the library; python_value_fn() -> int address.
+    ``openmp``: compile this kernel's library with OpenMP.
+    ``version``: bump to invalidate cached builds when the generator changes
+    in a way the source text would not show.
+    """
+
+    source: str
+    kind: str = COMPUTE
+    view_of: tuple = ()
+    inplace_of: tuple = ()
+    support: tuple = ()
+    headers: tuple = ()
+    symbols: tuple = ()
+    openmp: bool = False
+    version: int = 1
+    extra: dict = field(default_factory=dict, compare=False, hash=False)

@@ -1,0 +1,256 @@
+"""The native linker: turns a scheduled FunctionGraph into a runtime Program.
+
+Each node's kernel (``op.c_kernel(node)``) is looked up in the kernel index of
+the compile cache by a key over its source, the compiler, the CPU and the flags
+that change code; the kernels not found are compiled together into one library
+(one compiler run per function, however many kernels it has) and recorded in
+the index, so that a later function that needs the same kernel (the same op on
+the same types) loads it without compiling.  Nodes without a kernel become
+Python steps that call ``perform``.
+"""
+
+import ctypes
+import hashlib
+import time
+
+import numpy as np
+
+from symgraph.compile.native.assemble import assemble, kernel_prefix
+from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
+from symgraph.config import config
+from symgraph.graph.basic import Constant
+
+_KIND_CODES = {COMPUTE: 0, INPLACE: 1, VIEW: 2}
+KERNEL_FORMAT_VERSION = 1
+
+
+class NoNativeCodeError(TypeError):
+    """linker=c was asked for, and a node has no native kernel."""
+
+
+def native_available():
+    """True when a C compiler is configured (``cxx`` not empty)."""
+    from symgraph.compile.native.compiler import compiler_command
+
+    try:
+        return bool(config.cxx) and compiler_command() is not None
+    except Exception:
+        return False
+
+
+def node_kernel(node):
+    """The node's CKernel, or None when it has no native code."""
+    getter = getattr(node.op, "c_kernel", None)
+    if getter is None:
+        return None
+    from symgraph.compile.native.c_types import has_c_type
+
+    for var in node.inputs + node.outputs:
+        if not has_c_type(getattr(var.type, "dtype", "object")):
+            return None
+    return getter(node)
+
+
+def _kernel_key(kernel):
+    from symgraph.compile.native.compiler import compiler_signature, cpu_signature
+    import symgraph
+
+    text = "\n".join([
+        assemble([("k", kernel)]), kernel.kind, repr(kernel.view_of), repr(kernel.inplace_of),
+        repr(kernel.openmp), str(kernel.version), str(KERNEL_FORMAT_VERSION),
+        compiler_signature(), cpu_signature(), symgraph.__version__, repr(config.c_key()),
+    ])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class LoadedLibraries:
+    """Libraries loaded by this process, by path (each loaded and set up once)."""
+
+    def __init__(self):
+        self.libs = {}
+
+    def load(self, path, kernels):
+        path = str(path)
+        lib = self.libs.get(path)
+        if lib is None:
+            lib = ctypes.CDLL(path)
+            self.libs[path] = lib
+        for kernel in kernels:
+            for name, address_fn in kernel.symbols:
+                cell = ctypes.c_void_p.in_dll(lib, name)
+                if not cell.value:
+                    cell.value = address_fn()
+        return lib
+
+
+LOADED = LoadedLibraries()
+
+
+def _symbol_address(lib, name):
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+def resolve_kernels(kernels, timings):
+    """{key: (run_address, shape_address)} for ``kernels`` ({key: CKernel}),
+    compiling the ones the cache does not have."""
+    from symgraph.compile.native.cache import get_cache
+
+    cache = get_cache()
+    found, missing = {}, {}
+    for key, kernel in kernels.items():
+        entry = cache.lookup(key)
+        if entry is not None and entry.get("lib"):
+            path = cache.get(entry["lib"])
+            if path is not None:
+                found[key] = (path, entry["prefix"], kernel)
+                continue
+        missing[key] = kernel
+    if missing:
+        start = time.perf_counter()
+        ordered = sorted(missing.items())
+        pairs = [(kernel_prefix(i), kernel) for i, (_, kernel) in enumerate(ordered)]
+        source = assemble(pairs)
+        openmp = any(k.openmp for k in missing.values())
+        lib_key = hashlib.sha256((source + repr(openmp) + "".join(sorted(missing))).encode()
+                                 ).hexdigest()
+
+        def build(tmp_dir):
+            from symgraph.compile.native.compiler import compile_library
+
+            compile_library(source, tmp_dir / "lib.so", openmp=openmp, extra_flags=("-lm",))
+
+        path = cache.get_or_build(lib_key, build)
+        for (key, kernel), (prefix, _) in zip(ordered, pairs):
+            cache.record(key, {"lib": lib_key, "prefix": prefix})
+            found[key] = (path, prefix, kernel)
+        timings["compile"] = timings.get("compile", 0.0) + time.perf_counter() - start
+    start = time.perf_counter()
+    addresses = {}
+    by_path = {}
+    for key, (path, prefix, kernel) in found.items():
+        by_path.setdefault(str(path), []).append((key, prefix, kernel))
+    for path, items in by_path.items():
+        lib = LOADED.load(path, [k for _, _, k in items])
+        for key, prefix, kernel in items:
+            shape = _symbol_address(lib, f"{prefix}_shape") if kernel.kind == COMPUTE else 0
+            addresses[key] = (_symbol_address(lib, f"{prefix}_run"), shape)
+    timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
+    return addresses
+
+
+def python_step(node):
+    """A callable running ``node.op.perform`` for the runtime."""
+    perform = node.op.perform
+    n_out = len(node.outputs)
+
+    def step(*values):
+        storage = [[None] for _ in range(n_out)]
+        perform(node, list(values), storage)
+        return [cell[0] for cell in storage]
+
+    step.node = node
+    return step
+
+
+class NativeProgram:
+    """A runtime Program and what the Function needs to drive it."""
+
+    def __init__(self, program, order, slot_of, step_nodes, n_inputs):
+        self.program = program
+        self.order = order
+        self.slot_of = slot_of
+        self.step_nodes = step_nodes
+        self.n_inputs = n_inputs
+
+    def failed_node(self):
+        index = self.program.failed_step
+        return None if index < 0 else self.step_nodes[index]
+
+    def node_input_values(self, node):
+        return [self.program.slot(self.slot_of[v]) for v in node.inputs]
+
+
+def build_program(fgraph, order, linker, timings, extra_steps=None):
+    """A NativeProgram running ``order`` over ``fgraph``.
+
+    ``linker`` is 'c' (every node must have native code) or 'c|py'.
+    ``extra_steps(node, slot_of) -> (before, after)`` lets DebugMode and
+    NanGuardMode add Python check steps around each node.
+    """
+    from symgraph.compile.native.runtime import load_runtime
+
+    start = time.perf_counter()
+    slot_of = {}
+    for var in fgraph.inputs:
+        slot_of[var] = len(slot_of)
+    constants = []
+    for node in order:
+        for var in node.inputs + node.outputs:
+            if var not in slot_of:
+                slot_of[var] = len(slot_of)
+                if isinstance(var, Constant):
+                    constants.append(var)
+    for var in fgraph.outputs:
+        if var not in slot_of:
+            slot_of[var] = len(slot_of)
+            if isinstance(var, Constant):
+                constants.append(var)
+    kernels = {}
+    node_keys = {}
+    for node in order:
+        kernel = node_kernel(node) if linker in ("c", "c|py") else None
+        if kernel is None:
+            if linker == "c":
+                raise NoNativeCodeError(
+                    f"linker=c: {node.op} has no native code for {node}"
+                    f"{_origin(node)}; use linker='c|py' to run such nodes in Python")
+            continue
+        key = _kernel_key(kernel)
+        kernels[key] = kernel
+        node_keys[node] = key
+    timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start
+    addresses = resolve_kernels(kernels, timings) if kernels else {}
+
+    steps, step_nodes = [], []
+    for node in order:
+        before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
+        for callable_, ins in before:
+            steps.append((1, callable_, tuple(slot_of[v] for v in ins), ()))
+            step_nodes.append(node)
+        ins = tuple(slot_of[v] for v in node.inputs)
+        outs = tuple(slot_of[v] for v in node.outputs)
+        key = node_keys.get(node)
+        if key is None:
+            steps.append((1, python_step(node), ins, outs))
+        else:
+            kernel = kernels[key]
+            run, shape = addresses[key]
+            alias = kernel.view_of if kernel.kind == VIEW else \
+                kernel.inplace_of if kernel.kind == INPLACE else ()
+            steps.append((0, run, shape, _KIND_CODES[kernel.kind], ins, outs,
+                          tuple(np.dtype(o.dtype).num for o in node.outputs),
+                          tuple(o.ndim for o in node.outputs), tuple(alias)))
+        step_nodes.append(node)
+        for callable_, ins_vars in after:
+            steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
+            step_nodes.append(node)
+
+    inputs = []
+    for var in fgraph.inputs:
+        dtype = getattr(var.type, "dtype", None)
+        if dtype is None or var.type.__class__.__name__ != "TensorType":
+            inputs.append((slot_of[var], -1, -1, ()))
+            continue
+        inputs.append((slot_of[var], np.dtype(dtype).num, var.type.ndim,
+                       tuple(-1 if s is None else s for s in var.type.shape)))
+    runtime = load_runtime()
+    program = runtime.Program(len(slot_of), tuple(inputs), tuple(steps),
+                              tuple(slot_of[v] for v in fgraph.outputs))
+    for var in constants:
+        program.set_constant(slot_of[var], var.data)
+    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs))
+
+
+def _origin(node):
+    trace = getattr(node.tag, "trace", None)
+    return f" (created at {trace.filename}:{trace.lineno})" if trace else ""

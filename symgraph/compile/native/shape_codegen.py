@@ -1,0 +1,630 @@
+"""Native kernels for the shape ops: views, allocation, ranges and joins.
+
+Views (``DimShuffle``, ``SpecifyShape``, ``Unbroadcast``, ``Split``) only
+compute new strides into their input: no data moves.  The others are compute
+kernels that write every element of C-contiguous (or reused) outputs.  Data
+moves go through ``sg_sh_plan``: a copy described once (size-1 dimensions
+dropped, dimensions merged where both sides step through them as one), so a
+contiguous block is one ``memcpy`` whatever its rank.  Moves copy bytes by
+element size, so they do not depend on the dtype.
+
+``Reshape`` is a compute kernel that copies: a view kernel cannot fall back to
+a copy when the input's strides do not allow a view, and the input's layout is
+not known when the kernel is generated.  (A "view or copy" kernel kind in the
+runtime would let it return a view, as NumPy does, when it can.)
+
+Error messages repeat the ops' ``perform`` messages word for word; the
+variable names in them are fixed when the kernel is generated.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from symgraph.compile.native.c_types import c_type, has_c_type
+from symgraph.compile.native.kernel import COMPUTE, VIEW, CKernel
+
+# ---------------------------------------------------------------------------
+# Support code shared by the shape and index kernels
+
+SUPPORT_KEY = "sg_sh_support_v1"
+
+SUPPORT_CODE = r"""
+/* ---- symgraph shape/index kernels: copy plans and error messages ---- */
+#include <stdarg.h>
+
+/* Assigning dst[...] = src[...] over one shape, reduced: size-1 dimensions
+   dropped and neighbours merged when both arrays step through them as one. */
+typedef struct {
+    int ndim;
+    int64_t size;
+    int64_t shape[SG_MAXDIMS];
+    int64_t ds[SG_MAXDIMS];   /* destination strides, bytes */
+    int64_t ss[SG_MAXDIMS];   /* source strides, bytes (0 where it broadcasts) */
+} sg_sh_plan;
+
+static void sg_sh_plan_init(sg_sh_plan *p, int ndim, const int64_t *shape,
+                            const int64_t *ds, const int64_t *ss) {
+    p->ndim = 0;
+    p->size = 1;
+    for (int d = 0; d < ndim; d++) {
+        p->size *= shape[d];
+        if (shape[d] == 1) continue;
+        int k = p->ndim;
+        if (k > 0 && p->ds[k - 1] == ds[d] * shape[d] && p->ss[k - 1] == ss[d] * shape[d]) {
+            p->shape[k - 1] *= shape[d];
+            p->ds[k - 1] = ds[d];
+            p->ss[k - 1] = ss[d];
+            continue;
+        }
+        p->shape[k] = shape[d];
+        p->ds[k] = ds[d];
+        p->ss[k] = ss[d];
+        p->ndim++;
+    }
+}
+
+/* Run the statement(s) in __VA_ARGS__ once per innermost row of plan P, with
+   d, s (row starts), n (row length), dstep, sstep (strides) in scope. */
+#define SG_SH_ROWS(P, DST, SRC, ...) do {                                        \
+    const sg_sh_plan *p_ = (P);                                                 \
+    if (p_->size == 0) break;                                                   \
+    if (p_->ndim == 0) {                                                        \
+        char *d = (DST); const char *s = (SRC);                                 \
+        int64_t n = 1, dstep = 0, sstep = 0;                                    \
+        (void)dstep; (void)sstep; __VA_ARGS__;                                  \
+        break;                                                                  \
+    }                                                                           \
+    int last_ = p_->ndim - 1;                                                   \
+    int64_t idx_[SG_MAXDIMS];                                                   \
+    for (int k_ = 0; k_ < last_; k_++) idx_[k_] = 0;                            \
+    char *drow_ = (DST); const char *srow_ = (SRC);                             \
+    const int64_t n = p_->shape[last_], dstep = p_->ds[last_], sstep = p_->ss[last_]; \
+    for (;;) {                                                                  \
+        { char *d = drow_; const char *s = srow_; __VA_ARGS__; }                \
+        int k_ = last_ - 1;                                                     \
+        for (; k_ >= 0; k_--) {                                                 \
+            drow_ += p_->ds[k_]; srow_ += p_->ss[k_];                           \
+            if (++idx_[k_] < p_->shape[k_]) break;                              \
+            drow_ -= p_->ds[k_] * p_->shape[k_];                                \
+            srow_ -= p_->ss[k_] * p_->shape[k_];                                \
+            idx_[k_] = 0;                                                       \
+        }                                                                       \
+        if (k_ < 0) break;                                                      \
+    }                                                                           \
+} while (0)
+
+/* One row of a copy: fixed-size memcpy is one load and one store, safe for
+   any alignment; contiguous and broadcast rows get loops that vectorize. */
+#define SG_SH_COPY_ROW_T(T) do {                                                \
+    if (dstep == (int64_t)sizeof(T) && sstep == 0) {                            \
+        T v_; memcpy(&v_, s, sizeof(T));                                        \
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * (int64_t)sizeof(T), &v_, sizeof(T)); \
+    } else {                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            T v_; memcpy(&v_, s + i * sstep, sizeof(T));                        \
+            memcpy(d + i * dstep, &v_, sizeof(T));                              \
+        }                                                                       \
+    }                                                                           \
+} while (0)
+
+static inline void sg_sh_copy_row(char *d, const char *s, int64_t n, int64_t dstep,
+                                  int64_t sstep, int64_t itemsize) {
+    if (dstep == itemsize && sstep == itemsize) {
+        memcpy(d, s, (size_t)(n * itemsize));
+        return;
+    }
+    switch (itemsize) {
+    case 1: SG_SH_COPY_ROW_T(uint8_t); break;
+    case 2: SG_SH_COPY_ROW_T(uint16_t); break;
+    case 4: SG_SH_COPY_ROW_T(uint32_t); break;
+    case 8: SG_SH_COPY_ROW_T(uint64_t); break;
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * dstep, s + i * sstep, (size_t)itemsize);
+    }
+}
+
+/* dst = src as planned (itemsize bytes per element). */
+static void sg_sh_copy(const sg_sh_plan *p, char *dst, const char *src, int64_t itemsize) {
+    SG_SH_ROWS(p, dst, src, sg_sh_copy_row(d, s, n, dstep, sstep, itemsize));
+}
+
+/* dst = src where both have the same shape (src may broadcast with stride 0). */
+static void sg_sh_assign(char *dst, const int64_t *dst_strides, const char *src,
+                         const int64_t *src_strides, const int64_t *shape, int ndim,
+                         int64_t itemsize) {
+    sg_sh_plan p;
+    sg_sh_plan_init(&p, ndim, shape, dst_strides, src_strides);
+    sg_sh_copy(&p, dst, src, itemsize);
+}
+
+/* The strides of a C-contiguous array of this shape. */
+static void sg_sh_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides) {
+    int64_t step = itemsize;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = step;
+        step *= shape[d] > 1 ? shape[d] : 1;
+    }
+}
+
+/* Copy the elements of src into dst in C order; the shapes may differ but the
+   sizes agree (reshape).  One side is contiguous in practice: then it is a
+   planned copy; otherwise element by element with two counters. */
+static void sg_sh_copy_flat(const sg_array *dst, const sg_array *src, int64_t itemsize) {
+    int64_t strides[SG_MAXDIMS];
+    if (sg_is_c_contiguous(dst, itemsize)) {
+        sg_sh_c_strides(src->ndim, src->shape, itemsize, strides);
+        sg_sh_assign(dst->data, strides, src->data, src->strides, src->shape, src->ndim, itemsize);
+        return;
+    }
+    if (sg_is_c_contiguous(src, itemsize)) {
+        sg_sh_c_strides(dst->ndim, dst->shape, itemsize, strides);
+        sg_sh_assign(dst->data, dst->strides, src->data, strides, dst->shape, dst->ndim, itemsize);
+        return;
+    }
+    int64_t n = sg_size(src), di[SG_MAXDIMS] = {0}, si[SG_MAXDIMS] = {0};
+    char *dp = dst->data; const char *sp = src->data;
+    for (int64_t e = 0; e < n; e++) {
+        memcpy(dp, sp, (size_t)itemsize);
+        for (int k = dst->ndim - 1; k >= 0; k--) {
+            dp += dst->strides[k];
+            if (++di[k] < dst->shape[k]) break;
+            dp -= dst->strides[k] * dst->shape[k]; di[k] = 0;
+        }
+        for (int k = src->ndim - 1; k >= 0; k--) {
+            sp += src->strides[k];
+            if (++si[k] < src->shape[k]) break;
+            sp -= src->strides[k] * src->shape[k]; si[k] = 0;
+        }
+    }
+}
+
+/* An unsigned 64-bit index as a signed one (huge values stay out of bounds). */
+static inline int64_t sg_sh_u64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+
+/* Error messages, built piece by piece into err->msg. */
+typedef struct { sg_error *err; size_t len; } sg_sh_msg;
+
+static sg_sh_msg sg_sh_msg_start(sg_error *err, int kind) {
+    sg_sh_msg m = {err, 0};
+    err->kind = kind;
+    err->msg[0] = 0;
+    return m;
+}
+
+static void sg_sh_put(sg_sh_msg *m, const char *fmt, ...) {
+    size_t cap = sizeof(m->err->msg);
+    if (m->len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(m->err->msg + m->len, cap - m->len, fmt, ap);
+    va_end(ap);
+    if (w > 0) m->len = m->len + (size_t)w < cap ? m->len + (size_t)w : cap - 1;
+}
+
+/* A shape as Python prints a tuple: (), (3,), (3, 4). */
+static void sg_sh_put_shape(sg_sh_msg *m, const int64_t *shape, int ndim) {
+    sg_sh_put(m, "(");
+    for (int d = 0; d < ndim; d++) sg_sh_put(m, d ? ", %lld" : "%lld", (long long)shape[d]);
+    sg_sh_put(m, ndim == 1 ? ",)" : ")");
+}
+
+/* A shape-specification error raises AssertionError when the runtime has a
+   kind for it, ValueError otherwise. */
+#ifdef SG_ERR_ASSERTION
+#define SG_SH_ERR_ASSERT SG_ERR_ASSERTION
+#else
+#define SG_SH_ERR_ASSERT SG_ERR_VALUE
+#endif
+"""
+
+SUPPORT = ((SUPPORT_KEY, SUPPORT_CODE),)
+
+
+def c_str(text):
+    """``text`` as a C string literal (bytes outside printable ASCII escaped)."""
+    out = []
+    for byte in str(text).encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127 and ch != "?":  # '?' escaped: no trigraphs
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def read_int(dtype, ptr):
+    """A C expression: the integer of ``dtype`` at ``ptr`` as int64_t."""
+    dtype = str(dtype)
+    if dtype == "uint64":
+        return f"sg_sh_u64(*(const uint64_t *)({ptr}))"
+    return f"((int64_t)*(const {c_type(dtype)} *)({ptr}))"
+
+
+def all_have_c_types(node):
+    """True when every input and output of ``node`` has a C type (not complex)."""
+    return all(has_c_type(v.type.dtype) for v in list(node.inputs) + list(node.outputs))
+
+
+def itemsize(dtype):
+    return np.dtype(dtype).itemsize
+
+
+def kernel(run, shape=None, kind=COMPUTE, **kw):
+    """A CKernel from the bodies of its run and (compute kernels) shape functions.
+
+    The bodies see ``in``, ``out``/``out_shapes`` and ``err``; ``return 0`` is
+    appended.
+    """
+    src = []
+    if kind != VIEW:
+        src.append("int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {\n"
+                   "    (void)in; (void)out_shapes; (void)err;\n"
+                   f"{shape or ''}\n    return 0;\n}}\n")
+    src.append("int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {\n"
+               "    (void)in; (void)out; (void)err;\n"
+               f"{run}\n    return 0;\n}}\n")
+    kw.setdefault("support", SUPPORT)
+    return CKernel(source="\n".join(src), kind=kind, **kw)
+
+
+# ---------------------------------------------------------------------------
+# Views
+
+
+def dimshuffle_kernel(op, node):
+    """DimShuffle: permute, add ('x') and drop size-1 dimensions by strides."""
+    if not all_have_c_types(node):
+        return None
+    lines = []
+    for d in op.drop:
+        lines.append(f"    if (in[0].shape[{d}] != 1) SG_FAIL(err, SG_ERR_VALUE, "
+                     f"\"%s: dimension {d} has size %lld, not 1\", {c_str(op)}, "
+                     f"(long long)in[0].shape[{d}]);")
+    lines.append(f"    out[0].data = in[0].data;\n    out[0].ndim = {len(op.new_order)};")
+    for i, d in enumerate(op.new_order):
+        if d == "x":
+            lines.append(f"    out[0].shape[{i}] = 1; out[0].strides[{i}] = 0;")
+        else:
+            lines.append(f"    out[0].shape[{i}] = in[0].shape[{d}]; "
+                         f"out[0].strides[{i}] = in[0].strides[{d}];")
+    return kernel("\n".join(lines), kind=VIEW, view_of=(0,))
+
+
+_SAME_VIEW = """    out[0].data = in[0].data;
+    out[0].ndim = in[0].ndim;
+    for (int d = 0; d < in[0].ndim; d++) {
+        out[0].shape[d] = in[0].shape[d];
+        out[0].strides[d] = in[0].strides[d];
+    }"""
+
+
+def unbroadcast_kernel(op, node):
+    """Unbroadcast: the input itself (only the type changes)."""
+    if not all_have_c_types(node):
+        return None
+    return kernel(_SAME_VIEW, kind=VIEW, view_of=(0,))
+
+
+def specify_shape_kernel(op, node):
+    """SpecifyShape: check the sizes, then the input itself."""
+    if not all_have_c_types(node):
+        return None
+    ndim = len(op.shape)
+    want, extra = [], 1
+    for s in op.shape:
+        if s == "?":
+            want.append(read_int(node.inputs[extra].dtype, f"in[{extra}].data"))
+            extra += 1
+        else:
+            want.append("-1" if s is None else f"{int(s)}LL")
+    lines = [f"    int64_t want[{max(ndim, 1)}];"]
+    lines += [f"    want[{d}] = {w};" for d, w in enumerate(want)]
+    known = [d for d, s in enumerate(op.shape) if s is not None]
+    if known:
+        lines.append(f"""    static const int known[] = {{{', '.join(map(str, known))}}};
+    for (int k = 0; k < {len(known)}; k++) {{
+        int dim = known[k];
+        if (in[0].shape[dim] == want[dim]) continue;
+        sg_sh_msg m = sg_sh_msg_start(err, SG_SH_ERR_ASSERT);
+        sg_sh_put(&m, "SpecifyShape: %s was specified to have shape (", {c_str(node.inputs[0])});
+        for (int d = 0; d < {ndim}; d++) {{
+            if (d) sg_sh_put(&m, ", ");
+            if ({_none_mask(op)}[d]) sg_sh_put(&m, "'?'");
+            else sg_sh_put(&m, "%lld", (long long)want[d]);
+        }}
+        sg_sh_put(&m, "{',' if ndim == 1 else ''}), but got shape ");
+        sg_sh_put_shape(&m, in[0].shape, {ndim});
+        sg_sh_put(&m, " (dimension %d differs)", dim);
+        return 1;
+    }}""")
+    return kernel("\n".join(lines) + "\n" + _SAME_VIEW, kind=VIEW, view_of=(0,))
+
+
+def _none_mask(op):
+    """A C array literal: 1 where the specified shape has None."""
+    return "((const int[]){" + ", ".join("1" if s is None else "0" for s in op.shape) + "})"
+
+
+def split_kernel(op, node):
+    """Split: each piece is a view of the input along ``axis``."""
+    if not all_have_c_types(node):
+        return None
+    n, axis = op.len_splits, op.axis
+    size = read_int(node.inputs[1].dtype, "in[1].data + i * in[1].strides[0]")
+    run = f"""    const sg_array *x = &in[0];
+    if (in[1].shape[0] != {n}) SG_FAIL(err, SG_ERR_VALUE, "%s: got %lld split sizes, expected %d",
+                                       {c_str(op)}, (long long)in[1].shape[0], {n});
+    int64_t total = 0, bad = 0;
+    for (int64_t i = 0; i < {n}; i++) {{
+        int64_t s = {size};
+        if (s < 0) bad = 1;
+        total += s;
+    }}
+    if (bad || total != x->shape[{axis}]) {{
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+        sg_sh_put(&m, "%s: split sizes [", {c_str(op)});
+        for (int64_t i = 0; i < {n}; i++) sg_sh_put(&m, i ? ", %lld" : "%lld", (long long){size});
+        sg_sh_put(&m, "] do not add up to the size %lld of dimension {axis} of %s",
+                  (long long)x->shape[{axis}], {c_str(node.inputs[0])});
+        return 1;
+    }}
+    int64_t start = 0;
+    for (int64_t i = 0; i < {n}; i++) {{
+        int64_t s = {size};
+        out[i] = *x;
+        out[i].data = x->data + start * x->strides[{axis}];
+        out[i].shape[{axis}] = s;
+        start += s;
+    }}"""
+    return kernel(run, kind=VIEW, view_of=(0,) * n)
+
+
+# ---------------------------------------------------------------------------
+# Shapes
+
+
+def shape_kernel(op, node):
+    """Shape: the input's shape as an int64 vector."""
+    if not all_have_c_types(node):
+        return None
+    ndim = node.inputs[0].ndim
+    run = f"""    for (int d = 0; d < {ndim}; d++)
+        memcpy(out[0].data + d * out[0].strides[0], &in[0].shape[d], 8);"""
+    return kernel(run, shape=f"    out_shapes[0] = {ndim};")
+
+
+def shape_i_kernel(op, node):
+    """Shape_i: one dimension of the input's shape, as an int64 scalar."""
+    if not all_have_c_types(node):
+        return None
+    return kernel(f"    memcpy(out[0].data, &in[0].shape[{op.i}], 8);")
+
+
+def reshape_kernel(op, node):
+    """Reshape: a copy into the new shape (see the module docstring)."""
+    if not all_have_c_types(node):
+        return None
+    ndim, shp_dtype = op.ndim, str(node.inputs[1].dtype)
+    entry = read_int(shp_dtype, "in[1].data + i * in[1].strides[0]")
+    shape = f"""    int64_t n = in[1].shape[0];
+    if (n != {ndim}) {{
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+        sg_sh_put(&m, "%s: the shape (", {c_str(op)});
+        for (int64_t i = 0; i < n; i++) sg_sh_put(&m, i ? ", np.{shp_dtype}(%lld)" : "np.{shp_dtype}(%lld)", (long long){entry});
+        sg_sh_put(&m, "%s has %lld entries, expected {ndim}", n == 1 ? ",)" : ")", (long long)n);
+        return 1;
+    }}
+    int64_t *o = out_shapes, known = 1;
+    int unknown = -1, bad = 0;
+    for (int64_t i = 0; i < n; i++) {{
+        o[i] = {entry};
+        if (o[i] < 0) {{
+            if (unknown >= 0) bad = 1;
+            unknown = (int)i;
+        }} else if (__builtin_mul_overflow(known, o[i], &known)) {{
+            bad = 1;
+        }}
+    }}
+    int64_t total = sg_size(&in[0]);
+    if (!bad && unknown >= 0) {{
+        if (known == 0 || total % known != 0) bad = 1;
+        else o[unknown] = total / known;
+    }} else if (!bad && known != total) {{
+        bad = 1;
+    }}
+    if (bad) {{
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+        sg_sh_put(&m, "%s: cannot reshape %s of shape ", {c_str(op)}, {c_str(node.inputs[0])});
+        sg_sh_put_shape(&m, in[0].shape, in[0].ndim);
+        sg_sh_put(&m, " (%lld elements) to (", (long long)total);
+        for (int64_t i = 0; i < n; i++) sg_sh_put(&m, i ? ", %lld" : "%lld", (long long){entry});
+        sg_sh_put(&m, n == 1 ? ",))" : "))");
+        return 1;
+    }}"""
+    run = f"    sg_sh_copy_flat(&out[0], &in[0], {itemsize(node.inputs[0].dtype)});"
+    return kernel(run, shape=shape)
+
+
+# ---------------------------------------------------------------------------
+# New arrays
+
+
+def alloc_kernel(op, node):
+    """Alloc: the value broadcast into a new array of the requested shape."""
+    if not all_have_c_types(node):
+        return None
+    value = node.inputs[0]
+    ndim, vdim = len(node.inputs) - 1, value.ndim
+    lead = ndim - vdim
+    sizes = "\n".join(f"    o[{d}] = {read_int(v.dtype, f'in[{d + 1}].data')};"
+                      for d, v in enumerate(node.inputs[1:]))
+    bcast = "{" + ", ".join("1" if b else "0" for b in value.type.broadcastable) + "}"
+    shape = f"""    int64_t *o = out_shapes;
+{sizes}
+    for (int d = 0; d < {ndim}; d++) {{
+        if (o[d] >= 0) continue;
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+        sg_sh_put(&m, "Alloc: negative size in the requested shape ");
+        sg_sh_put_shape(&m, o, {ndim});
+        return 1;
+    }}"""
+    if vdim:
+        shape += f"""
+    static const int bcast[] = {bcast};
+    for (int d = 0; d < {vdim}; d++) {{
+        if (in[0].shape[d] == o[{lead} + d] || bcast[d]) continue;
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+        sg_sh_put(&m, "Alloc: cannot broadcast %s of shape ", {c_str(value)});
+        sg_sh_put_shape(&m, in[0].shape, {vdim});
+        sg_sh_put(&m, " to ");
+        sg_sh_put_shape(&m, o, {ndim});
+        sg_sh_put(&m, ": dimension %d has size %lld and is not declared broadcastable",
+                  d, (long long)in[0].shape[d]);
+        return 1;
+    }}"""
+    run = f"""    int64_t ss[{max(ndim, 1)}];
+    for (int d = 0; d < {ndim}; d++) ss[d] = 0;
+    for (int d = 0; d < {vdim}; d++)
+        ss[{lead} + d] = in[0].shape[d] == out[0].shape[{lead} + d] ? in[0].strides[d] : 0;
+    sg_sh_assign(out[0].data, out[0].strides, in[0].data, ss, out[0].shape, {ndim},
+                 {itemsize(value.dtype)});"""
+    return kernel(run, shape=shape)
+
+
+def eye_kernel(op, node):
+    """Eye: zeros with ones on diagonal k."""
+    if not all_have_c_types(node):
+        return None
+    n, m, k = (read_int(v.dtype, f"in[{i}].data") for i, v in enumerate(node.inputs))
+    ctype = c_type(op.dtype)
+    shape = f"""    int64_t n = {n}, m = {m};
+    if (n < 0 || m < 0) SG_FAIL(err, SG_ERR_VALUE, "%s: negative size (%lld, %lld)",
+                                {c_str(op)}, (long long)n, (long long)m);
+    out_shapes[0] = n; out_shapes[1] = m;"""
+    run = f"""    int64_t n = out[0].shape[0], m = out[0].shape[1], k = {k};
+    const {ctype} zero = ({ctype})0, one = ({ctype})1;
+    int64_t zs[2] = {{0, 0}};
+    sg_sh_assign(out[0].data, out[0].strides, (const char *)&zero, zs, out[0].shape, 2,
+                 sizeof({ctype}));
+    if (k >= m || k <= -n) return 0;  /* no diagonal (and no overflow below) */
+    for (int64_t i = k >= 0 ? 0 : -k; i < n && i + k < m; i++)
+        memcpy(out[0].data + i * out[0].strides[0] + (i + k) * out[0].strides[1], &one,
+               sizeof({ctype}));"""
+    return kernel(run, shape=shape)
+
+
+def arange_kernel(op, node):
+    """ARange, computed as NumPy's arange does: the length is
+    ceil((stop - start) / step) in the inputs' arithmetic, out[0] = start,
+    out[1] = start + step, and out[i] = out[0] + i * (out[1] - out[0])."""
+    dts = [str(v.dtype) for v in node.inputs]
+    out_dt = op.dtype
+    if not all_have_c_types(node) or "bool" in dts + [out_dt]:
+        return None
+    z = [np.zeros((), dtype=d) for d in dts]
+    diff_dt = str((z[1] - z[0]).dtype)
+    with np.errstate(all="ignore"):
+        div_dt = str((np.zeros((), diff_dt) / z[2]).dtype)
+    next_dt = str((z[0] + z[2]).dtype)
+    start, stop, step = (f"(*(const {c_type(d)} *)in[{i}].data)" for i, d in enumerate(dts))
+    shape = f"""    if ({step} == 0) SG_FAIL(err, SG_ERR_VALUE, "%s: step is zero", {c_str(op)});
+    {_arith(diff_dt, "diff", stop, start, "-")}
+    {_arith(div_dt, "ratio", "diff", step, "/")}
+    double len = ceil((double)ratio);
+    if (isnan(len)) SG_FAIL(err, SG_ERR_VALUE, "arange: cannot compute length");
+    if (!(len >= -9223372036854775808.0 && len < 9223372036854775808.0))
+        SG_FAIL(err, SG_ERR_VALUE, "arange: overflow while computing length");
+    out_shapes[0] = len > 0 ? (int64_t)len : 0;"""
+    ot = c_type(out_dt)
+    ct = "float" if out_dt == "float16" else ot
+    if out_dt.startswith("int"):  # wrap around as NumPy's loop does, without C's UB
+        fill = (f"(({ot})(uint64_t)((uint64_t)first + (uint64_t)i * (uint64_t)delta))")
+    elif out_dt.startswith("uint"):
+        fill = f"(({ot})((uint64_t)first + (uint64_t)i * (uint64_t)delta))"
+    else:
+        fill = f"(({ot})(first + ({ct})i * delta))"
+    run = f"""    int64_t len = out[0].shape[0];
+    char *o = out[0].data;
+    int64_t os = out[0].strides[0];
+    if (len == 0) return 0;
+    {ot} v0 = ({ot}){start};
+    memcpy(o, &v0, sizeof({ot}));
+    if (len == 1) return 0;
+    {_arith(next_dt, "next", start, step, "+")}
+    {ot} v1 = ({ot})next;
+    memcpy(o + os, &v1, sizeof({ot}));
+    {_delta(out_dt, ot, ct)}
+    for (int64_t i = 2; i < len; i++) {{
+        {ot} v = {fill};
+        memcpy(o + i * os, &v, sizeof({ot}));
+    }}"""
+    # No fused multiply-add: NumPy's fill rounds the product, then the sum.
+    k = kernel(run, shape=shape, headers=("<math.h>",))
+    return dataclasses.replace(k, source=k.source.replace(
+        "int SG_FN(run)", '__attribute__((optimize("fp-contract=off")))\nint SG_FN(run)'))
+
+
+def _arith(dtype, name, a, b, sign):
+    """C declaring ``name`` = a (sign) b computed as NumPy computes it in ``dtype``
+    (integers wrap, float16 is rounded from float32)."""
+    t = c_type(dtype)
+    if dtype == "float16":
+        return f"_Float16 {name} = (_Float16)((float)({a}) {sign} (float)({b}));"
+    if dtype.startswith("float"):
+        return f"{t} {name} = ({t})({t})({a}) {sign} ({t})({b});"
+    # Integers: only + and - reach here (true division makes floats).
+    return f"{t} {name} = ({t})((uint64_t)({t})({a}) {sign} (uint64_t)({t})({b}));"
+
+
+def _delta(out_dt, ot, ct):
+    if out_dt.startswith(("int", "uint")):
+        return f"{ot} first = v0, delta = ({ot})((uint64_t)v1 - (uint64_t)v0);"
+    return f"{ct} first = ({ct})v0, delta = ({ct})v1 - ({ct})v0;"
+
+
+# ---------------------------------------------------------------------------
+# Joins
+
+
+def make_vector_kernel(op, node):
+    """MakeVector: the scalar inputs written into a vector."""
+    if not all_have_c_types(node):
+        return None
+    n, size = len(node.inputs), itemsize(op.dtype)
+    run = "\n".join(f"    memcpy(out[0].data + {i} * out[0].strides[0], in[{i}].data, {size});"
+                    for i in range(n))
+    return kernel(run, shape=f"    out_shapes[0] = {n};")
+
+
+def join_kernel(op, node):
+    """Join: each input copied into its slab of the output along ``axis``."""
+    if not all_have_c_types(node):
+        return None
+    n, axis, ndim = len(node.inputs), op.axis, node.inputs[0].ndim
+    names = ", ".join(c_str(v) for v in node.inputs)
+    shape = f"""    static const char *names[] = {{{names}}};
+    for (int pos = 0; pos < {n}; pos++) {{
+        for (int d = 0; d < {ndim}; d++) {{
+            if (d == {axis} || in[pos].shape[d] == in[0].shape[d]) continue;
+            sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
+            sg_sh_put(&m, "%s: input %d (%s) has shape ", {c_str(op)}, pos, names[pos]);
+            sg_sh_put_shape(&m, in[pos].shape, {ndim});
+            sg_sh_put(&m, ", which differs from input 0's ");
+            sg_sh_put_shape(&m, in[0].shape, {ndim});
+            sg_sh_put(&m, " in dimension %d", d);
+            return 1;
+        }}
+    }}
+    for (int d = 0; d < {ndim}; d++) out_shapes[d] = in[0].shape[d];
+    out_shapes[{axis}] = 0;
+    for (int pos = 0; pos < {n}; pos++) out_shapes[{axis}] += in[pos].shape[{axis}];"""
+    run = f"""    char *dst = out[0].data;
+    for (int pos = 0; pos < {n}; pos++) {{
+        sg_sh_assign(dst, out[0].strides, in[pos].data, in[pos].strides, in[pos].shape, {ndim},
+                     {itemsize(node.inputs[0].dtype)});
+        dst += in[pos].shape[{axis}] * out[0].strides[{axis}];
+    }}"""
+    return kernel(run, shape=shape)
