@@ -36,7 +36,8 @@ def user_line(skip_internal=True):
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not (skip_internal and _is_internal(filename)) and not filename.startswith("<frozen"):
+        if not (skip_internal and _is_internal(filename)) and not filename.startswith("<frozen") \
+                and not _inside_user_op(frame):
             return SourceLine(filename, frame.f_lineno, frame.f_code.co_name,
                               _line_text(filename, frame.f_lineno))
         frame = frame.f_back
@@ -48,3 +49,15 @@ def _line_text(filename, lineno):
     import linecache
 
     return linecache.getline(filename, lineno).strip()
+
+
+_OP_METHODS = frozenset({"make_node", "__call__", "L_op", "grad", "R_op"})
+
+
+def _inside_user_op(frame):
+    # An op defined in user code: point at the line that applies it, not at its
+    # make_node.
+    if frame.f_code.co_name not in _OP_METHODS:
+        return False
+    owner = frame.f_locals.get("self")
+    return owner is not None and hasattr(owner, "make_node") and hasattr(owner, "perform")

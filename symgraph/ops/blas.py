@@ -99,6 +99,13 @@ class Dot(Op):
         return [_sum_or_none([None if ex is None else self(ex, y),
                               None if ey is None else self(x, ey)])]
 
+    def c_kernel(self, node):
+        """Native code: SciPy's BLAS (gemm, gemv, dot) for floats, loops for integers."""
+        from symgraph.compile.native.blas_codegen import dot_kernel
+
+        x, y = node.inputs
+        return dot_kernel(x.dtype, y.dtype, node.outputs[0].dtype, x.ndim, y.ndim)
+
 
 class TensorDot(Op):
     """``np.tensordot(a, b, axes)``: sum products over ``axes[0]`` of a paired

@@ -114,9 +114,104 @@ class ScalarOp(PropsValue):
         """One bool per input: whether the output depends on it (for gradients)."""
         return [True] * self.nin
 
-    def c_expr(self, inputs, out_dtype):
-        """A C expression of the input expressions (for native backends)."""
+    # -- native code (see symgraph/compile/native/elemwise_codegen.py) ----------
+
+    def c_input_dtypes(self, *dtypes):
+        """The dtype each input is converted to before ``c_expr`` sees it.
+
+        Mirrors what the Python side computes in: ``compute_dtype`` when the
+        op has one (float ops), else NumPy's common dtype of the inputs.
+        """
+        compute = self.compute_dtype(*dtypes)
+        common = compute if compute is not None else upcast(*dtypes)
+        return [common] * len(dtypes)
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        """A C expression for one element, or None (no native code).
+
+        ``inputs`` are C names or literals (each may be used more than once)
+        holding values of ``c_compute_type(in_dtypes[i])``, where ``in_dtypes``
+        come from ``c_input_dtypes``; the result must convert to the compute
+        type of ``out_dtype`` (0 or 1 for bool).  The caller rounds it to
+        ``out_dtype``.
+        """
         return None
+
+    def c_body(self, inputs, in_dtypes, outputs, out_dtypes):
+        """C statements assigning each name of ``outputs`` (declared by the
+        caller with the compute types of ``out_dtypes``), or None.
+
+        The default uses ``c_expr``; ops with several outputs override it.
+        """
+        if self.nout != 1:
+            return None
+        expr = self.c_expr(inputs, in_dtypes, out_dtypes[0])
+        return None if expr is None else f"{outputs[0]} = {expr};"
+
+    def c_error(self, inputs, in_dtypes, out_dtype):
+        """``(condition, message)``: a C condition on the inputs that makes the
+        whole call fail with ValueError(message), as ``impl`` would; or None."""
+        return None
+
+    def c_support(self):
+        """((key, code), ...): C helpers the expressions call (``sg_`` names),
+        emitted once per library."""
+        return ()
+
+
+# -- helpers for writing C expressions ------------------------------------------
+#
+# The native backend computes float16 in float32 (C's ``float``), bools as
+# 0/1 bytes, and integer + - * through the unsigned type of the same width so
+# that overflow wraps as in NumPy (signed overflow is undefined in C).
+
+def c_kind(dtype):
+    """'f' (float), 'i' (signed int), 'u' (unsigned int), 'b' (bool) or 'c'."""
+    return np.dtype(dtype).kind
+
+
+def c_ctype(dtype):
+    """The C type values of ``dtype`` are computed in (float16 -> float)."""
+    from symgraph.compile.native.c_types import c_compute_type
+
+    return c_compute_type(dtype)
+
+
+def c_fn(name, dtype):
+    """The libm function ``name`` for ``dtype``: ``expf`` for float32/16, ``exp`` else."""
+    return name + ("f" if str(dtype) in ("float32", "float16") else "")
+
+
+def c_lit(value, dtype):
+    """``value`` as a parenthesized C literal of ``dtype``'s compute type."""
+    from symgraph.compile.native.c_types import c_literal
+
+    dtype = str(dtype)
+    if dtype == "int64" and int(value) == -2 ** 63:
+        return "(-9223372036854775807LL - 1)"
+    if c_kind(dtype) in "iu" and dtype != "int64":
+        return f"(({c_ctype(dtype)}){c_literal(value, dtype)})"
+    return f"({c_literal(value, 'float32' if dtype == 'float16' else dtype)})"
+
+
+def c_wrapping(op, inputs, dtype):
+    """``a op b op ...`` in ``dtype`` with NumPy's overflow (wrap-around for
+    ints, a float16 rounding after each step, logical for bools)."""
+    kind = c_kind(dtype)
+    if kind == "b":
+        op = {"+": "|", "*": "&"}.get(op, op)
+        return "(" + f" {op} ".join(inputs) + ")"
+    if kind in "iu":
+        unsigned = "uint64_t" if np.dtype(dtype).itemsize == 8 else "uint32_t"
+        inner = f" {op} ".join(f"({unsigned})({x})" for x in inputs)
+        return f"(({c_ctype(dtype)})({inner}))"
+    if dtype == "float16" and len(inputs) > 2:
+        # NumPy folds pairwise, rounding each partial result to float16.
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = f"((float)(_Float16)({out} {op} {x}))"
+        return out
+    return "(" + f" {op} ".join(inputs) + ")"
 
 
 class FloatScalarOp(ScalarOp):

@@ -1,0 +1,687 @@
+"""C kernels for reductions: sum, prod, max, min, all, any, argmax, argmin, and
+a reduction fused with the element-wise work that feeds it.
+
+One generator serves every reduction.  A ``ReduceSpec`` says what one element
+of the reduced array is (a C expression of the inputs' values: the input
+itself, or a fused element-wise expression), how elements combine, and in
+which dtype they accumulate.  The generated kernel works for any strides
+(negative and zero too) and any axis set:
+
+* at run time the shared planner (``SUPPORT``) drops size-1 dimensions, sorts
+  the kept and the reduced dimensions by stride (largest first; argmax and
+  argmin keep C order, because their index is the position in C order) and
+  merges dimensions that every array steps through as one;
+* **path A** (the innermost reduced dimension is the innermost in memory:
+  reducing every axis of a contiguous array, row sums, a transposed column
+  sum): each output element's group is reduced with ``L`` independent
+  accumulators ("lanes") over contiguous runs.  Lanes need no reassociation,
+  so GCC vectorizes them without ``-ffast-math``;
+* **path B** (the innermost kept dimension is the innermost in memory: column
+  sums, ``sum(axis=0)`` of a C-contiguous matrix): rows are accumulated into
+  a chunk of outputs, vectorized over the columns.
+
+Float sums are *pairwise*: NumPy sums float arrays pairwise (blocks of 128
+elements, 8 accumulators), so that the rounding error grows as O(log n), not
+O(n).  Path A does the same with blocks of ``PAIR_BLOCK`` elements summed in
+lanes (each lane adds at most PAIR_BLOCK/L elements) whose block sums are
+combined by a binary counter: the partial sum of 2**k blocks is added to
+another of 2**k blocks, as a balanced tree, in O(1) memory and without
+recursion.  The error bound is about (PAIR_BLOCK/L + log2 L + log2(n /
+PAIR_BLOCK)) ulps, the same order as NumPy's; the order of additions differs
+from NumPy's, so results agree to float rounding, not bit for bit.  Path B
+sums rows one after the other, as NumPy does for ``axis=0``.
+
+Max and min propagate NaN as NumPy's ``maximum``/``minimum`` (a NaN in the
+group gives NaN); argmax and argmin return the first NaN's index, as NumPy.
+Empty groups give 0 (sum), 1 (prod), True (all), False (any); max, min,
+argmax and argmin raise SG_ERR_VALUE with the Python ``perform``'s message.
+float16 is loaded into float32 and accumulated there.
+"""
+
+from dataclasses import dataclass
+
+from symgraph.compile.native.c_types import c_compute_type, c_type, has_c_type
+from symgraph.compile.native.kernel import CKernel
+
+#: Bump when the generated code changes in a way its text would not show.
+VERSION = 1
+#: The most inputs a fused reduction's kernel takes (the planner's table width).
+MAX_INPUTS = 16
+#: Elements per pairwise block in path A (float sums).
+PAIR_BLOCK = 1024
+#: Elements per block for the other reductions (no pairwise combination).
+PLAIN_BLOCK = 16384
+#: Outputs accumulated together in path B.
+COL_CHUNK = 512
+
+# -- the shared run-time planner ------------------------------------------------
+
+SUPPORT_KEY = "sg_reduce_plan_v1"
+SUPPORT = r"""
+/* symgraph reductions: the run-time plan shared by every reduction kernel. */
+#define SG_RED_MAXIN %(maxin)d
+
+/* Kept (k*) and reduced (r*) dimensions after dropping size-1 dimensions,
+ * sorting and merging; kstr[d][i] is input i's byte stride along kept
+ * dimension d, ostr[d] the output's.  Both lists hold at least one dimension
+ * (a dummy of size 1) so that kernels need no special case. */
+typedef struct {
+    int nk, nr;
+    int64_t ksize, rsize;
+    int64_t kshape[SG_MAXDIMS], rshape[SG_MAXDIMS], ostr[SG_MAXDIMS];
+    int64_t kstr[SG_MAXDIMS][SG_RED_MAXIN], rstr[SG_MAXDIMS][SG_RED_MAXIN];
+} sg_red_plan;
+
+/* How far one step along a dimension moves through all inputs. */
+static inline int64_t sg_red_key(const int64_t *s, int nin) {
+    int64_t t = 0;
+    for (int i = 0; i < nin; i++) t += s[i] < 0 ? -s[i] : s[i];
+    return t;
+}
+
+static void sg_red_swap(int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN], int64_t *ostr,
+                        int a, int b) {
+    int64_t t = shape[a]; shape[a] = shape[b]; shape[b] = t;
+    for (int i = 0; i < nin; i++) { t = str[a][i]; str[a][i] = str[b][i]; str[b][i] = t; }
+    if (ostr) { t = ostr[a]; ostr[a] = ostr[b]; ostr[b] = t; }
+}
+
+/* Largest stride first (stable insertion sort: there are few dimensions). */
+static void sg_red_sort(int n, int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN],
+                        int64_t *ostr) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && sg_red_key(str[j - 1], nin) < sg_red_key(str[j], nin); j--)
+            sg_red_swap(nin, shape, str, ostr, j - 1, j);
+}
+
+/* Merge dimension i into the one before it when every array (and the output,
+ * for kept dimensions) steps through the pair as through one dimension. */
+static int sg_red_merge(int n, int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN],
+                        int64_t *ostr) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0) {
+            int ok = !ostr || ostr[m - 1] == ostr[i] * shape[i];
+            for (int k = 0; ok && k < nin; k++) ok = str[m - 1][k] == str[i][k] * shape[i];
+            if (ok) {
+                shape[m - 1] *= shape[i];
+                for (int k = 0; k < nin; k++) str[m - 1][k] = str[i][k];
+                if (ostr) ostr[m - 1] = ostr[i];
+                continue;
+            }
+        }
+        if (m != i) {
+            shape[m] = shape[i];
+            for (int k = 0; k < nin; k++) str[m][k] = str[i][k];
+            if (ostr) ostr[m] = ostr[i];
+        }
+        m++;
+    }
+    return m;
+}
+
+/* The plan for reducing the dimensions flagged in `reduced` of an element-wise
+ * shape `shape` (ndim dims) computed from `nin` inputs of that rank (an input
+ * of size 1 in a dimension is broadcast: stride 0) into `out`. */
+static void sg_red_plan_build(sg_red_plan *p, int nin, const sg_array *in, int ndim,
+                              const int64_t *shape, const unsigned char *reduced,
+                              const sg_array *out, int sort_reduced) {
+    int j = 0;
+    p->nk = p->nr = 0;
+    p->ksize = p->rsize = 1;
+    for (int d = 0; d < ndim; d++) {
+        const int64_t n = shape[d];
+        if (reduced[d]) {
+            p->rsize *= n;
+            if (n != 1) {
+                const int r = p->nr++;
+                p->rshape[r] = n;
+                for (int k = 0; k < nin; k++)
+                    p->rstr[r][k] = in[k].shape[d] == 1 ? 0 : in[k].strides[d];
+            }
+        } else {
+            p->ksize *= n;
+            if (n != 1) {
+                const int c = p->nk++;
+                p->kshape[c] = n;
+                p->ostr[c] = out->strides[j];
+                for (int k = 0; k < nin; k++)
+                    p->kstr[c][k] = in[k].shape[d] == 1 ? 0 : in[k].strides[d];
+            }
+            j++;
+        }
+    }
+    sg_red_sort(p->nk, nin, p->kshape, p->kstr, p->ostr);
+    if (sort_reduced) sg_red_sort(p->nr, nin, p->rshape, p->rstr, NULL);
+    p->nk = sg_red_merge(p->nk, nin, p->kshape, p->kstr, p->ostr);
+    p->nr = sg_red_merge(p->nr, nin, p->rshape, p->rstr, NULL);
+    if (p->nk == 0) {
+        p->nk = 1; p->kshape[0] = 1; p->ostr[0] = 0;
+        for (int k = 0; k < nin; k++) p->kstr[0][k] = 0;
+    }
+    if (p->nr == 0) {
+        p->nr = 1; p->rshape[0] = 1;
+        for (int k = 0; k < nin; k++) p->rstr[0][k] = 0;
+    }
+}
+
+/* A shape as Python prints a tuple: "(2, 3)", "(4,)", "()". */
+static void sg_red_fmt_shape(char *buf, size_t cap, const int64_t *shape, int ndim) {
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, d ? ", %%lld" : "%%lld", (long long)shape[d]);
+    if (ndim == 1 && n < cap) n += (size_t)snprintf(buf + n, cap - n, ",");
+    if (n < cap) snprintf(buf + n, cap - n, ")");
+}
+""" % {"maxin": MAX_INPUTS}
+
+
+# -- what a kernel computes -----------------------------------------------------
+
+KINDS = ("sum", "prod", "max", "min", "all", "any", "argmax", "argmin")
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """One reduction kernel to generate.
+
+    ``kind``: one of KINDS.  ``in_dtypes``/``in_broadcastable``: the inputs
+    (all of rank ``len(in_broadcastable[0])``, the element-wise shape; one
+    input for a plain reduction).  ``axes``: the reduced dimensions.
+    ``acc_dtype``, ``out_dtype``: accumulator and result.  ``element(values)``
+    maps the inputs' C value expressions (in their compute types) to one
+    element's C expression (in the accumulator's compute type).
+    ``name``: the op, for messages; ``empty_message``: the Python message for
+    an empty group with ``{shape}`` where the shape goes (None: an empty group
+    gives the identity).  ``fused``: check broadcasting as Elemwise does
+    (``elemwise_name`` names it in messages) and hoist inputs that are
+    constant over a group.  ``support``/``headers``: what ``element`` needs.
+    """
+
+    kind: str
+    in_dtypes: tuple
+    in_broadcastable: tuple
+    axes: tuple
+    acc_dtype: str
+    out_dtype: str
+    element: object
+    name: str
+    empty_message: object = None
+    fused: bool = False
+    elemwise_name: str = ""
+    support: tuple = ()
+    headers: tuple = ()
+
+
+def _c_string(text):
+    """``text`` as the body of a C string literal used as a printf format."""
+    out = []
+    for ch in text.replace("%", "%%"):
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.append("?")
+    return "".join(out)
+
+
+_INT_LIMITS = {
+    "int8": ("INT8_MIN", "INT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
+    "int32": ("INT32_MIN", "INT32_MAX"), "int64": ("INT64_MIN", "INT64_MAX"),
+    "uint8": ("0", "UINT8_MAX"), "uint16": ("0", "UINT16_MAX"),
+    "uint32": ("0", "UINT32_MAX"), "uint64": ("0", "UINT64_MAX"), "bool": ("0", "1"),
+}
+
+
+def _is_float(dtype):
+    return dtype.startswith("float")
+
+
+def identity(kind, acc_dtype):
+    """The C literal every accumulator starts from (max/min: the extreme value,
+    which is safe because their groups are never empty)."""
+    if kind in ("sum", "any"):
+        return "0"
+    if kind in ("prod", "all"):
+        return "1"
+    if _is_float(acc_dtype):
+        return "(-INFINITY)" if kind == "max" else "INFINITY"
+    lo, hi = _INT_LIMITS[acc_dtype]
+    return lo if kind == "max" else hi
+
+
+def combine(kind, acc_dtype, a, b):
+    """C for combining accumulator ``a`` with ``b`` (two variable names).
+
+    Max/min keep NumPy's rule ``(a >= b || isnan(a)) ? a : b``: a NaN on
+    either side wins, and the select vectorizes (no branch)."""
+    if kind == "sum":
+        return f"({a} + {b})"
+    if kind == "prod":
+        return f"({a} * {b})"
+    if kind == "all":
+        return f"({a} & {b})"
+    if kind == "any":
+        return f"({a} | {b})"
+    cmp = ">=" if kind == "max" else "<="
+    if _is_float(acc_dtype):
+        return f"(({a} {cmp} {b} || {a} != {a}) ? {a} : {b})"
+    return f"({a} {cmp} {b} ? {a} : {b})"
+
+
+def value_expr(dtype, ref):
+    """C for the value of a stored element ``ref``, in its compute type."""
+    ctype = c_compute_type(dtype)
+    return f"(({ctype}){ref})" if ctype != c_type(dtype) else ref
+
+
+# -- code generation --------------------------------------------------------------
+
+def _lanes(acc_dtype):
+    """Independent accumulators in path A: 128 bytes of them (four AVX2
+    registers, two AVX-512 ones), enough to hide the add latency."""
+    size = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "float": 4,
+            "int32_t": 4, "uint32_t": 4}.get(c_compute_type(acc_dtype), 8)
+    return 128 // size
+
+
+def _per_input(fmt, indices):
+    """``fmt`` repeated for each input index (``@`` stands for the index)."""
+    return "\n".join(fmt.replace("@", str(k)) for k in indices)
+
+
+class _Gen:
+    """The pieces of one kernel's source (a helper of ``reduce_kernel``)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.nin = len(spec.in_dtypes)
+        self.ndim = len(spec.in_broadcastable[0])
+        self.T = [c_type(d) for d in spec.in_dtypes]
+        self.ACC = c_compute_type(spec.acc_dtype)
+        self.OUT = c_type(spec.out_dtype)
+        self.ident = identity(spec.kind, spec.acc_dtype)
+        self.arg = spec.kind in ("argmax", "argmin")
+        self.pairwise = spec.kind == "sum" and _is_float(spec.acc_dtype)
+        axes = set(spec.axes)
+        # Inputs broadcast over every reduced axis are constant over a group:
+        # path A loads them once per group.
+        self.constant = [k for k in range(self.nin) if spec.fused and spec.axes and all(
+            spec.in_broadcastable[k][a] for a in axes)]
+        self.varying = [k for k in range(self.nin) if k not in self.constant]
+
+    def elem(self, refs):
+        """One element's C expression; ``refs[k]`` is input k's stored element."""
+        values = [f"v{k}" if k in self.constant else value_expr(self.spec.in_dtypes[k], refs[k])
+                  for k in range(self.nin)]
+        return self.spec.element(values)
+
+    def comb(self, a, b):
+        return combine(self.spec.kind, self.spec.acc_dtype, a, b)
+
+    # ---- checks and shapes
+    def eshape(self):
+        """SG_FN(eshape): the element-wise shape, with Elemwise's broadcast checks."""
+        s = self.spec
+        if not s.fused:
+            return (f"static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{\n"
+                    f"    (void)err;\n"
+                    f"    for (int d = 0; d < {self.ndim}; d++) shape[d] = in[0].shape[d];\n"
+                    f"    return 0;\n}}\n")
+        rows = ", ".join("{" + ", ".join("1" if b else "0" for b in bc) + "}"
+                         for bc in s.in_broadcastable) if self.ndim else ""
+        name = _c_string(s.elemwise_name)
+        table = (f"    static const unsigned char bc[{self.nin}][{self.ndim}] = {{{rows}}};\n"
+                 if self.ndim else "")
+        return f"""static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{
+{table}    for (int d = 0; d < {self.ndim}; d++) {{
+        int64_t size = -1; int owner = 0;
+        for (int k = 0; k < {self.nin}; k++) {{
+            if (bc[k][d]) continue;
+            if (size < 0) {{ size = in[k].shape[d]; owner = k; }}
+            else if (in[k].shape[d] != size) {{
+                char shapes[400]; size_t n = 0;
+                for (int i = 0; i < {self.nin} && n < sizeof shapes; i++) {{
+                    if (i) n += (size_t)snprintf(shapes + n, sizeof shapes - n, ", ");
+                    if (n < sizeof shapes) sg_red_fmt_shape(shapes + n, sizeof shapes - n, in[i].shape, in[i].ndim);
+                    n = strlen(shapes);
+                }}
+                SG_FAIL(err, SG_ERR_VALUE, "{name}: input %d has size %lld in dimension %d, "
+                        "but input %d has size %lld (shapes %s)", k, (long long)in[k].shape[d], d,
+                        owner, (long long)size, shapes);
+            }}
+        }}
+        shape[d] = size < 0 ? 1 : size;
+    }}
+    for (int k = 0; k < {self.nin}; k++)
+        for (int d = 0; d < {self.ndim}; d++)
+            if (bc[k][d] && in[k].shape[d] != 1)
+                SG_FAIL(err, SG_ERR_VALUE, "{name}: input %d is declared broadcastable in "
+                        "dimension %d but has size %lld", k, d, (long long)in[k].shape[d]);
+    return 0;
+}}
+"""
+
+    def empty_check(self):
+        """SG_FN(empty): the Python error for an empty group (max, min, arg*)."""
+        s = self.spec
+        if s.empty_message is None or not s.axes:
+            return "static int SG_FN(empty)(const int64_t *shape, sg_error *err) " \
+                   "{ (void)shape; (void)err; return 0; }\n"
+        cond = " || ".join(f"shape[{a}] == 0" for a in s.axes)
+        head, _, tail = s.empty_message.partition("{shape}")
+        return f"""static int SG_FN(empty)(const int64_t *shape, sg_error *err) {{
+    if ({cond}) {{
+        char text[256];
+        sg_red_fmt_shape(text, sizeof text, shape, {self.ndim});
+        SG_FAIL(err, SG_ERR_VALUE, "{_c_string(head)}%s{_c_string(tail)}", text);
+    }}
+    return 0;
+}}
+"""
+
+    def shape_fn(self):
+        kept = [d for d in range(self.ndim) if d not in self.spec.axes]
+        sets = "\n".join(f"    out_shapes[{j}] = shape[{d}];" for j, d in enumerate(kept))
+        return f"""int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    int64_t shape[SG_MAXDIMS];
+    if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
+{sets}
+    (void)out_shapes;
+    return 0;
+}}
+"""
+
+    # ---- path A: one group, reduced with lanes (pairwise for float sums)
+    def group_fn(self):
+        T, ACC, L = self.T, self.ACC, _lanes(self.spec.acc_dtype)
+        block = PAIR_BLOCK if self.pairwise else PLAIN_BLOCK
+        hoist = _per_input(f"    const @CT v@ = (@CT)*(const @T *)b[@];", [])
+        hoist = "\n".join(
+            f"    const {c_compute_type(self.spec.in_dtypes[k])} v{k} = "
+            f"{value_expr(self.spec.in_dtypes[k], f'*(const {T[k]} *)b[{k}]')};"
+            for k in self.constant)
+        vary = self.varying
+        contig = " && ".join([f"pl->rstr[nro][{k}] == (int64_t)sizeof({T[k]})" for k in vary]
+                             or ["1"])
+        strides = _per_input("    const int64_t s@ = pl->rstr[nro][@];", vary)
+        ptrs = _per_input("        const char *p@ = b[@];", vary)
+        steps = _per_input("            p@ += idx[d] * pl->rstr[d][@];", vary)
+        qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k} + i0;"
+                       for k in vary)
+        rs = _per_input("                const char *r@ = p@ + i0 * s@;", vary)
+        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary})
+        e_one = self.elem({k: f"q{k}[i]" for k in vary})
+        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary})
+        if self.pairwise:
+            acc_decl = f"    {ACC} stk[64]; uint64_t cnt = 0;"
+            push = (f"            {{ {ACC} t = lane[0]; int lv = 0;\n"
+                    f"              for (; (cnt >> lv) & 1; lv++) t = stk[lv] + t;\n"
+                    f"              stk[lv] = t; cnt++; }}")
+            finish = (f"    {ACC} acc = 0;\n"
+                      f"    for (int lv = 0; lv < 64; lv++) if ((cnt >> lv) & 1) acc += stk[lv];")
+        else:
+            acc_decl = f"    {ACC} acc = {self.ident};"
+            push = f"            acc = {self.comb('acc', 'lane[0]')};"
+            finish = ""
+        return f"""static {ACC} SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
+{hoist}
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro];
+{strides}
+    const int contig = {contig};
+    const int64_t outer = pl->rsize / n;
+    int64_t idx[SG_MAXDIMS] = {{0}};
+{acc_decl}
+    for (int64_t o = 0; o < outer; o++) {{
+{ptrs}
+        for (int d = 0; d < nro; d++) {{
+{steps}
+        }}
+        for (int64_t i0 = 0; i0 < n; i0 += {block}) {{
+            const int64_t m = n - i0 < {block} ? n - i0 : {block};
+            {ACC} lane[{L}];
+            for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
+            int64_t i = 0;
+            if (contig) {{
+{qs}
+                for (; i + {L} <= m; i += {L})
+                    for (int l = 0; l < {L}; l++) {{
+                        const {ACC} e = {e_vec};
+                        lane[l] = {self.comb('lane[l]', 'e')};
+                    }}
+                for (; i < m; i++) {{
+                    const {ACC} e = {e_one};
+                    lane[0] = {self.comb('lane[0]', 'e')};
+                }}
+            }} else {{
+{rs}
+                for (; i < m; i++) {{
+                    const {ACC} e = {e_str};
+                    lane[i & {L - 1}] = {self.comb(f'lane[i & {L - 1}]', 'e')};
+                }}
+            }}
+            for (int w = {L // 2}; w > 0; w /= 2)
+                for (int l = 0; l < w; l++) lane[l] = {self.comb('lane[l]', 'lane[l + w]')};
+{push}
+        }}
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+{finish}
+    return acc;
+}}
+"""
+
+    # ---- path B: a chunk of outputs along the innermost kept dimension
+    def cols_fn(self):
+        T, ACC, OUT = self.T, self.ACC, self.OUT
+        allk = list(range(self.nin))
+        contig = " && ".join(f"s{k} == (int64_t)sizeof({T[k]})" for k in allk)
+        hoist = "\n".join(
+            f"    const {c_compute_type(self.spec.in_dtypes[k])} v{k} = "
+            f"{value_expr(self.spec.in_dtypes[k], f'*(const {T[k]} *)b[{k}]')};"
+            for k in self.constant)
+        # In path B a group-constant input still varies along the kept dimension:
+        # load it per element like the others.
+        saved, self.constant = self.constant, []
+        e_vec = self.elem({k: f"q{k}[j]" for k in allk})
+        e_str = self.elem({k: f"*(const {T[k]} *)(p{k} + j * s{k})" for k in allk})
+        self.constant = saved
+        del hoist
+        return f"""static void SG_FN(cols)(const char *const *b, char *ob, const sg_red_plan *pl) {{
+    const int ki = pl->nk - 1;
+    const int64_t n = pl->kshape[ki], os = pl->ostr[ki];
+{_per_input("    const int64_t s@ = pl->kstr[ki][@];", allk)}
+    const int contig = {contig};
+    {ACC} acc[{COL_CHUNK}];
+    for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{
+        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};
+        for (int64_t j = 0; j < m; j++) acc[j] = {self.ident};
+        int64_t idx[SG_MAXDIMS] = {{0}};
+        for (int64_t o = 0; o < pl->rsize; o++) {{
+{_per_input("            const char *p@ = b[@] + j0 * s@;", allk)}
+            for (int d = 0; d < pl->nr; d++) {{
+{_per_input("                p@ += idx[d] * pl->rstr[d][@];", allk)}
+            }}
+            if (contig) {{
+{_per_input(f"                const @T *q@ = (const @T *)p@;", allk).replace("@T", "{T}")}
+                for (int64_t j = 0; j < m; j++) {{
+                    const {ACC} e = {e_vec};
+                    acc[j] = {self.comb('acc[j]', 'e')};
+                }}
+            }} else {{
+                for (int64_t j = 0; j < m; j++) {{
+                    const {ACC} e = {e_str};
+                    acc[j] = {self.comb('acc[j]', 'e')};
+                }}
+            }}
+            for (int d = pl->nr - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+        }}
+        if (os == (int64_t)sizeof({OUT})) {{
+            {OUT} *w = ({OUT} *)ob + j0;
+            for (int64_t j = 0; j < m; j++) w[j] = ({OUT})acc[j];
+        }} else {{
+            for (int64_t j = 0; j < m; j++) *({OUT} *)(ob + (j0 + j) * os) = ({OUT})acc[j];
+        }}
+    }}
+}}
+"""
+
+    # ---- argmax/argmin: C order over the group, first extreme (or first NaN) wins
+    def arg_fn(self):
+        T, ACC = self.T, self.ACC
+        cmp = ">" if self.spec.kind == "argmax" else "<"
+        first = self.elem({0: f"*(const {T[0]} *)b[0]"})
+        e = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"})
+        return f"""static int64_t SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
+    const int64_t outer = pl->rsize / n;
+    int64_t idx[SG_MAXDIMS] = {{0}};
+    {ACC} best = {first};
+    int64_t bi = 0, flat = 0;
+    if (best != best) return 0;
+    for (int64_t o = 0; o < outer; o++) {{
+        const char *p0 = b[0];
+        for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
+        for (int64_t i = 0; i < n; i++, flat++) {{
+            const {ACC} v = {e};
+            if (v {cmp} best || v != v) {{
+                best = v; bi = flat;
+                if (v != v) return bi;
+            }}
+        }}
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+    return bi;
+}}
+"""
+
+    def run_fn(self):
+        red = ", ".join("1" if d in self.spec.axes else "0" for d in range(self.ndim)) or "0"
+        sort_r = 0 if self.arg else 1
+        if self.arg:
+            choose = "    const int cols = 0;"
+        else:
+            choose = ("    const int cols = pl.rsize != 0 && pl.kshape[pl.nk - 1] > 1 && "
+                      f"(pl.rsize == 1 || sg_red_key(pl.kstr[pl.nk - 1], {self.nin}) < "
+                      f"sg_red_key(pl.rstr[pl.nr - 1], {self.nin}));")
+        empty_fill = (f"        if (pl.rsize == 0) *({self.OUT} *)ob = ({self.OUT}){self.ident};\n"
+                      f"        else " if not self.arg else "        ")
+        cols_call = "" if self.arg else "if (cols) SG_FN(cols)(p, ob, &pl);\n        else "
+        return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    static const unsigned char red[] = {{{red}}};
+    int64_t shape[SG_MAXDIMS];
+    if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
+    sg_red_plan pl;
+    sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], {sort_r});
+    if (pl.ksize == 0) return 0;
+{choose}
+    const int nko = cols ? pl.nk - 1 : pl.nk;
+    int64_t count = 1;
+    for (int d = 0; d < nko; d++) count *= pl.kshape[d];
+    int64_t idx[SG_MAXDIMS] = {{0}};
+    for (int64_t o = 0; o < count; o++) {{
+        const char *p[{self.nin}];
+        for (int k = 0; k < {self.nin}; k++) p[k] = in[k].data;
+        char *ob = out[0].data;
+        for (int d = 0; d < nko; d++) {{
+            for (int k = 0; k < {self.nin}; k++) p[k] += idx[d] * pl.kstr[d][k];
+            ob += idx[d] * pl.ostr[d];
+        }}
+{empty_fill}{cols_call}*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);
+        for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl.kshape[d]) break; idx[d] = 0; }}
+    }}
+    return 0;
+}}
+"""
+
+    def source(self):
+        s = self.spec
+        parts = [f"/* {_c_string(s.name).replace('*/', '* /')}: {s.kind} over axes {s.axes}, "
+                 f"accumulated in {s.acc_dtype} */\n",
+                 self.eshape(), self.empty_check(), self.shape_fn()]
+        parts.append(self.arg_fn() if self.arg else self.group_fn() + self.cols_fn())
+        parts.append(self.run_fn())
+        return "\n".join(parts)
+
+
+def reduce_kernel(spec):
+    """The CKernel for ``spec`` (a ReduceSpec), or None when it has no native code."""
+    dtypes = list(spec.in_dtypes) + [spec.acc_dtype, spec.out_dtype]
+    if not all(has_c_type(d) for d in dtypes) or len(spec.in_dtypes) > MAX_INPUTS:
+        return None
+    if spec.kind in ("argmax", "argmin") and len(spec.in_dtypes) != 1:
+        return None
+    source = _Gen(spec).source()
+    return CKernel(source=source, support=((SUPPORT_KEY, SUPPORT),) + tuple(spec.support),
+                   headers=tuple(spec.headers), version=VERSION)
+
+
+# -- the ops of symgraph.ops.reduce -------------------------------------------------
+
+def reduction_kind(op):
+    """The KINDS entry of a reduction op of ``symgraph.ops.reduce`` (None: not one)."""
+    from symgraph.ops import reduce as R
+
+    for cls, kind in ((R.Sum, "sum"), (R.Prod, "prod"), (R.Max, "max"), (R.Min, "min"),
+                      (R.All, "all"), (R.Any, "any"), (R.Argmax, "argmax"),
+                      (R.Argmin, "argmin")):
+        if isinstance(op, cls):
+            return kind
+    return None
+
+
+def accumulator_dtype(op, kind, in_dtype, out_dtype):
+    """The dtype ``op`` accumulates an ``in_dtype`` input in (as its ``perform``)."""
+    from symgraph.ops.reduce import _acc_dtype
+
+    if kind in ("sum", "prod"):
+        return _acc_dtype(type(op).__name__, in_dtype, out_dtype, op.acc_dtype)
+    if kind in ("all", "any"):
+        return "bool"
+    return "float32" if in_dtype == "float16" else in_dtype
+
+
+def element_fn(kind, acc_dtype):
+    """``element`` for a ReduceSpec: a value (already in its compute type) as
+    the accumulator's type (all/any: its truth)."""
+    acc = c_compute_type(acc_dtype)
+    if kind in ("all", "any"):
+        return lambda value: f"(({value}) != 0)"
+    return lambda value: f"(({acc})({value}))"
+
+
+def empty_message(op, kind, axes):
+    """The Python ``perform``'s message for an empty group (None: no error)."""
+    if kind in ("max", "min"):
+        # _Extremum.reduce raises; CAReduce.perform re-raises with this text.
+        return (f"{op}: cannot reduce an empty array of shape {{shape}} over axes {axes}: "
+                f"the operation has no identity value")
+    if kind in ("argmax", "argmin"):
+        return (f"{op}: the {op.word} of an empty array is undefined (input shape {{shape}}, "
+                f"reduced axes {axes})")
+    return None
+
+
+def careduce_kernel(op, node):
+    """The kernel of a reduction node (Sum ... Any, Argmax, Argmin), or None."""
+    kind = reduction_kind(op)
+    if kind is None:
+        return None
+    (x,), (out,) = node.inputs, node.outputs
+    if not has_c_type(x.dtype) or not has_c_type(out.dtype):
+        return None
+    axes = op.axes(x.ndim)
+    acc = accumulator_dtype(op, kind, x.dtype, out.dtype)
+    if not has_c_type(acc):
+        return None
+    one = element_fn(kind, acc)
+    spec = ReduceSpec(kind=kind, in_dtypes=(x.dtype,), in_broadcastable=(x.type.broadcastable,),
+                      axes=tuple(axes), acc_dtype=acc, out_dtype=out.dtype,
+                      element=lambda values: one(values[0]), name=str(op),
+                      empty_message=empty_message(op, kind, tuple(axes)))
+    return reduce_kernel(spec)

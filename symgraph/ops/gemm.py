@@ -1,0 +1,150 @@
+"""BLAS-shaped updates: Gemm, Gemv and Ger.
+
+The BLAS rewrites (``opt.blas_rewrites``) build these from ``dot``, scaling
+and addition, so that one BLAS call does the whole expression:
+
+* ``Gemm(z, a, x, y, b) = b * z + a * dot(x, y)``: x, y, z matrices;
+* ``Gemv(z, a, A, x, b) = b * z + a * dot(A, x)``: A a matrix, x and z vectors;
+* ``Ger(z, a, x, y) = z + a * outer(x, y)``: x, y vectors, z a matrix.
+
+a and b are 0-d; every input has the output's dtype.  z must have the full
+result shape (no broadcasting).  The ops are not destructive: the result is
+a new array (an in-place variant may come with the inplace phase).  They
+appear after gradients are taken, so they have no gradient.
+"""
+
+import numpy as np
+
+from symgraph.graph.basic import Apply, Op
+from symgraph.tensor.basic import as_tensor_variable
+from symgraph.tensor.type import TensorType
+
+__all__ = ["Gemm", "Gemv", "Ger", "gemm", "gemv", "ger"]
+
+
+def _merge_static(*sizes):
+    """The first known static size among ``sizes`` (None when all are unknown)."""
+    for s in sizes:
+        if s is not None:
+            return s
+    return None
+
+
+def _shape_str(arrays):
+    return " and ".join(str(a.shape) for a in arrays)
+
+
+class _BlasUpdate(Op):
+    """Shared checks of Gemm, Gemv and Ger: ranks and one dtype for every input."""
+
+    __props__ = ()
+    #: ndim of each input, in order.
+    ranks = ()
+
+    def _check_inputs(self, inputs):
+        inputs = [as_tensor_variable(i) for i in inputs]
+        names = self.input_names
+        for var, rank, name in zip(inputs, self.ranks, names):
+            if var.ndim != rank:
+                raise TypeError(f"{self}: {name} must be {rank}-d, got a {var.ndim}-d {var}")
+        dtypes = {v.dtype for v in inputs}
+        if len(dtypes) != 1:
+            raise TypeError(f"{self}: every input needs the same dtype, got "
+                            f"{', '.join(f'{n}: {v.dtype}' for n, v in zip(names, inputs))}")
+        if inputs[0].dtype == "bool":
+            raise TypeError(f"{self}: bool inputs are not supported")
+        return inputs
+
+    def grad(self, inputs, output_grads):
+        raise NotImplementedError(
+            f"{self} has no gradient: it is made by the BLAS rewrites after gradients "
+            f"are taken; differentiate the original dot expression instead")
+
+    def c_kernel(self, node):
+        """The native kernel (SciPy's BLAS for float32/float64, loops for integers)."""
+        from symgraph.compile.native.blas_codegen import blas_update_kernel
+
+        return blas_update_kernel(type(self).__name__, node.outputs[0].dtype)
+
+
+class Gemm(_BlasUpdate):
+    """``b * z + a * dot(x, y)`` for matrices x (m, k), y (k, n), z (m, n)."""
+
+    ranks = (2, 0, 2, 2, 0)
+    input_names = ("z", "a", "x", "y", "b")
+
+    def make_node(self, z, a, x, y, b):
+        z, a, x, y, b = self._check_inputs([z, a, x, y, b])
+        shape = (_merge_static(z.type.shape[0], x.type.shape[0]),
+                 _merge_static(z.type.shape[1], y.type.shape[1]))
+        return Apply(self, [z, a, x, y, b], [TensorType(z.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        z, a, x, y, b = inputs
+        if x.shape[1] != y.shape[0] or z.shape != (x.shape[0], y.shape[1]):
+            raise ValueError(f"{self}: shapes of z, x, y do not fit: {_shape_str([z, x, y])}")
+        out = z * b + a * np.dot(x, y)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+
+class Gemv(_BlasUpdate):
+    """``b * z + a * dot(A, x)`` for a matrix A (m, n), vectors x (n,) and z (m,)."""
+
+    ranks = (1, 0, 2, 1, 0)
+    input_names = ("z", "a", "A", "x", "b")
+
+    def make_node(self, z, a, A, x, b):
+        z, a, A, x, b = self._check_inputs([z, a, A, x, b])
+        shape = (_merge_static(z.type.shape[0], A.type.shape[0]),)
+        return Apply(self, [z, a, A, x, b], [TensorType(z.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        z, a, A, x, b = inputs
+        if A.shape[1] != x.shape[0] or z.shape != (A.shape[0],):
+            raise ValueError(f"{self}: shapes of z, A, x do not fit: {_shape_str([z, A, x])}")
+        out = z * b + a * np.dot(A, x)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+
+class Ger(_BlasUpdate):
+    """``z + a * outer(x, y)`` for vectors x (m,), y (n,) and a matrix z (m, n)."""
+
+    ranks = (2, 0, 1, 1)
+    input_names = ("z", "a", "x", "y")
+
+    def make_node(self, z, a, x, y):
+        z, a, x, y = self._check_inputs([z, a, x, y])
+        shape = (_merge_static(z.type.shape[0], x.type.shape[0]),
+                 _merge_static(z.type.shape[1], y.type.shape[0]))
+        return Apply(self, [z, a, x, y], [TensorType(z.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        z, a, x, y = inputs
+        if z.shape != (x.shape[0], y.shape[0]):
+            raise ValueError(f"{self}: shapes of z, x, y do not fit: {_shape_str([z, x, y])}")
+        out = z + a * np.outer(x, y)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+
+def gemm(z, a, x, y, b):
+    """``b * z + a * dot(x, y)`` as one Gemm node."""
+    return Gemm()(z, a, x, y, b)
+
+
+def gemv(z, a, A, x, b):
+    """``b * z + a * dot(A, x)`` as one Gemv node."""
+    return Gemv()(z, a, A, x, b)
+
+
+def ger(z, a, x, y):
+    """``z + a * outer(x, y)`` as one Ger node."""
+    return Ger()(z, a, x, y)
