@@ -150,7 +150,7 @@ def main(argv=None):
         print("... %s done in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
     print()
     print("Times are the best of %d interleaved rounds (median of %d batches each); "
-          "(r) = symgraph time / peer time, below 1 means symgraph is faster."
+          "(Nx) after a peer time = symgraph time / peer time: below 1 symgraph is faster."
           % (ctx.rounds, ctx.repeat))
     print()
     print(render(rows, tuple(c for c in COLUMNS if c in columns)))

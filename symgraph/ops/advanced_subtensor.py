@@ -181,6 +181,11 @@ class AdvancedSubtensor(Op):
         shape = _output_static_shape(self, x, entries)
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=shape)()])
 
+    def c_kernel(self, node):
+        from symgraph.compile.native.index_codegen import advanced_subtensor_kernel
+
+        return advanced_subtensor_kernel(self, node)
+
     def perform(self, node, inputs, output_storage):
         x = inputs[0]
         index = index_from_pattern(self.idx_list, inputs[1:])
@@ -301,6 +306,11 @@ class AdvancedIncSubtensor(Op):
         sub = AdvancedSubtensor(self.idx_list).make_node(x, *index_inputs).outputs[0]
         check_update_value(self, sub, y, x)
         return Apply(self, [x, y] + index_inputs, [x.type()])
+
+    def c_kernel(self, node):
+        from symgraph.compile.native.index_codegen import advanced_inc_subtensor_kernel
+
+        return advanced_inc_subtensor_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, y = inputs[0], inputs[1]

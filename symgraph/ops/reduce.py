@@ -204,6 +204,13 @@ class CAReduce(Op):
         """``var`` (shaped like the output) broadcast back to ``x``'s shape."""
         return _m().second(x, _restore_dims(var, x.ndim, self.axes(x.ndim)))
 
+    def c_kernel(self, node):
+        """Native code (``compile.native.reduce_codegen``) for Sum, Prod, Max,
+        Min, All and Any; None for other scalar ops (Python perform)."""
+        from symgraph.compile.native.reduce_codegen import careduce_kernel
+
+        return careduce_kernel(self, node)
+
 
 class _DtypeReduce(CAReduce):
     """A CAReduce with Theano's ``dtype`` (of the output) and ``acc_dtype``."""
@@ -400,6 +407,12 @@ class _ArgReduce(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         axes = self.axes(node.inputs[0].ndim)
         return [tuple(s for d, s in enumerate(input_shapes[0]) if d not in axes)]
+
+    def c_kernel(self, node):
+        """Native code (``compile.native.reduce_codegen``)."""
+        from symgraph.compile.native.reduce_codegen import careduce_kernel
+
+        return careduce_kernel(self, node)
 
     def grad(self, inputs, output_grads):
         # The index moves in jumps: zero almost everywhere (Theano's choice),

@@ -137,21 +137,36 @@ class ScalarOp(PropsValue):
         """
         return None
 
-    def c_body(self, inputs, in_dtypes, outputs, out_dtypes):
+    def c_body(self, inputs, in_dtypes, outputs, out_dtypes, error_flag=None):
         """C statements assigning each name of ``outputs`` (declared by the
         caller with the compute types of ``out_dtypes``), or None.
 
-        The default uses ``c_expr``; ops with several outputs override it.
+        ``error_flag``: the name of an int the statements OR ``c_error``'s
+        condition into (the kernel fails the call when it is set).  The
+        default uses ``c_expr``; ops with several outputs override it.
         """
         if self.nout != 1:
             return None
         expr = self.c_expr(inputs, in_dtypes, out_dtypes[0])
-        return None if expr is None else f"{outputs[0]} = {expr};"
+        if expr is None:
+            return None
+        text = f"{outputs[0]} = {expr};"
+        error = self.c_error(inputs, in_dtypes, out_dtypes[0])
+        if error is not None and error_flag:
+            text += f" {error_flag} |= {error[0]};"
+        return text
 
     def c_error(self, inputs, in_dtypes, out_dtype):
         """``(condition, message)``: a C condition on the inputs that makes the
         whole call fail with ValueError(message), as ``impl`` would; or None."""
         return None
+
+    def c_error_messages(self, in_dtypes):
+        """The messages of the errors ``c_body`` may flag for these input dtypes."""
+        names = [f"x{i}" for i in range(len(in_dtypes))]
+        out = self.output_dtypes(*in_dtypes)[0] if self.nout == 1 else None
+        error = self.c_error(names, in_dtypes, out) if out is not None else None
+        return () if error is None else (error[1],)
 
     def c_support(self):
         """((key, code), ...): C helpers the expressions call (``sg_`` names),

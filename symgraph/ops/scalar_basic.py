@@ -10,8 +10,9 @@ as Theano did.
 import numpy as np
 
 from symgraph.ops.scalar import (BinaryScalarOp, FloatScalarOp, ScalarOp, UnaryScalarOp,
-                                 bool_out, complex_to_real_out, int_or_bool_out,
-                                 no_bool_out, same_out)
+                                 bool_out, c_ctype, c_fn, c_kind, c_lit, c_wrapping,
+                                 complex_to_real_out, float_out, int_or_bool_out,
+                                 no_bool_out, same_out, upcast)
 
 
 def _m():
@@ -28,10 +29,76 @@ def _disconnected(inputs):
     return [disconnected_grad_for(x) for x in inputs]
 
 
+# -- C helpers: NumPy's floor division, remainder and integer power ------------
+#
+# Integers: x // 0 and x % 0 give 0 (NumPy warns), INT_MIN // -1 wraps to
+# INT_MIN (C would trap).  Floats follow NumPy's npy_divmod, so the signs of
+# zeros, infinities and NaNs match.
+
+_C_DIVMOD = r"""
+#define SG_DEF_SDIV(T, U) \
+static inline T sg_floordiv_##T(T a, T b) { \
+    if (b == 0) return 0; \
+    if (b == -1) return (T)(0 - (U)a); \
+    T q = a / b; \
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; \
+    return q; } \
+static inline T sg_mod_##T(T a, T b) { \
+    if (b == 0 || b == -1) return 0; \
+    T r = a % b; \
+    if (r != 0 && ((r < 0) != (b < 0))) r += b; \
+    return r; }
+#define SG_DEF_UDIV(T) \
+static inline T sg_floordiv_##T(T a, T b) { return b == 0 ? 0 : a / b; } \
+static inline T sg_mod_##T(T a, T b) { return b == 0 ? 0 : a % b; }
+SG_DEF_SDIV(int8_t, uint8_t) SG_DEF_SDIV(int16_t, uint16_t)
+SG_DEF_SDIV(int32_t, uint32_t) SG_DEF_SDIV(int64_t, uint64_t)
+SG_DEF_UDIV(uint8_t) SG_DEF_UDIV(uint16_t) SG_DEF_UDIV(uint32_t) SG_DEF_UDIV(uint64_t)
+#define SG_DEF_FDIV(T, S) \
+static inline T sg_floordiv_##T(T a, T b) { \
+    if (b == 0) return a / b; \
+    T mod = fmod##S(a, b); \
+    T div = (a - mod) / b; \
+    if (mod) { if ((b < 0) != (mod < 0)) div -= 1; } \
+    if (div) { T fl = floor##S(div); if (div - fl > (T)0.5) fl += 1; return fl; } \
+    return copysign##S(0, a / b); } \
+static inline T sg_mod_##T(T a, T b) { \
+    T mod = fmod##S(a, b); \
+    if (b == 0) return mod; \
+    if (mod) { if ((b < 0) != (mod < 0)) mod += b; } \
+    else mod = copysign##S(0, b); \
+    return mod; }
+SG_DEF_FDIV(float, f) SG_DEF_FDIV(double, )
+"""
+
+_C_IPOW = r"""
+#define SG_DEF_IPOW(T) \
+static inline T sg_ipow_##T(T a, T b) { \
+    uint64_t r = 1, base = (uint64_t)a; \
+    if (b < 0) return 0; /* an error: the kernel fails the call */ \
+    for (uint64_t e = (uint64_t)b; e; e >>= 1) { if (e & 1) r *= base; base *= base; } \
+    return (T)r; }
+SG_DEF_IPOW(int8_t) SG_DEF_IPOW(int16_t) SG_DEF_IPOW(int32_t) SG_DEF_IPOW(int64_t)
+SG_DEF_IPOW(uint8_t) SG_DEF_IPOW(uint16_t) SG_DEF_IPOW(uint32_t) SG_DEF_IPOW(uint64_t)
+"""
+
+
+def _c_helper(name, inputs, dtype):
+    # sg_floordiv_int32_t(a, b); bool is uint8_t (0/1), float16 is float.
+    return f"sg_{name}_{c_ctype(dtype)}({', '.join(inputs)})"
+
+
+def _c_real(dtype):
+    return c_kind(dtype) in "biuf"
+
+
 # -- arithmetic ----------------------------------------------------------------
 
 class Add(ScalarOp):
     """x + y + ... (any number of inputs, as Theano's add)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return c_wrapping("+", inputs, out_dtype) if _c_real(out_dtype) else None
 
     __props__ = ("nin",)
     ufunc = np.add  # for reductions; impl folds it over the inputs
@@ -55,6 +122,9 @@ class Add(ScalarOp):
 
 class Mul(ScalarOp):
     """x * y * ... (any number of inputs)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return c_wrapping("*", inputs, out_dtype) if _c_real(out_dtype) else None
 
     __props__ = ("nin",)
     ufunc = np.multiply  # for reductions; impl folds it over the inputs
@@ -85,6 +155,9 @@ class Mul(ScalarOp):
 class Sub(BinaryScalarOp):
     """x - y."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return c_wrapping("-", inputs, out_dtype) if _c_real(out_dtype) else None
+
     ufunc = np.subtract
     output_dtype = staticmethod(no_bool_out)
 
@@ -95,6 +168,10 @@ class Sub(BinaryScalarOp):
 
 class TrueDiv(FloatScalarOp):
     """x / y, always a float result (int32 / int32 is float64)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        a, b = inputs
+        return f"({a} / {b})" if c_kind(out_dtype) == "f" else None
 
     name = "true_div"
 
@@ -110,6 +187,12 @@ class TrueDiv(FloatScalarOp):
 class IntDiv(BinaryScalarOp):
     """x // y: floor division as NumPy (and Python); ints stay ints."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return _c_helper("floordiv", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
+
+    def c_support(self):
+        return (("sg_divmod_v1", _C_DIVMOD),)
+
     name = "int_div"
 
     ufunc = np.floor_divide
@@ -122,6 +205,12 @@ class IntDiv(BinaryScalarOp):
 class Mod(BinaryScalarOp):
     """x % y with the sign of y (NumPy's and Python's convention)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return _c_helper("mod", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
+
+    def c_support(self):
+        return (("sg_divmod_v1", _C_DIVMOD),)
+
     ufunc = np.mod
 
     def grad(self, inputs, outputs, output_grads):
@@ -133,6 +222,21 @@ class Mod(BinaryScalarOp):
 
 class Pow(BinaryScalarOp):
     """x ** y (NumPy's power; an integer to a negative integer power is an error)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        dtype = in_dtypes[0]
+        if c_kind(dtype) == "f":
+            return f"{c_fn('pow', dtype)}({inputs[0]}, {inputs[1]})"
+        return _c_helper("ipow", inputs, dtype) if c_kind(dtype) in "biu" else None
+
+    def c_error(self, inputs, in_dtypes, out_dtype):
+        if c_kind(in_dtypes[1]) == "i":
+            return (f"({inputs[1]} < 0)",
+                    "Integers to negative integer powers are not allowed.")
+        return None
+
+    def c_support(self):
+        return (("sg_ipow_v1", _C_IPOW),)
 
     ufunc = np.power
 
@@ -147,6 +251,12 @@ class Pow(BinaryScalarOp):
 class Neg(UnaryScalarOp):
     """-x."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        if c_kind(out_dtype) in "iu":
+            return c_wrapping("-", ["0", a], out_dtype)
+        return f"(-{a})" if c_kind(out_dtype) == "f" else None
+
     ufunc = np.negative
     output_dtype = staticmethod(no_bool_out)
 
@@ -156,6 +266,15 @@ class Neg(UnaryScalarOp):
 
 class Abs(UnaryScalarOp):
     """|x| (the modulus for complex x, a real result)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        kind = c_kind(in_dtypes[0])
+        if kind == "f":
+            return f"{c_fn('fabs', out_dtype)}({a})"
+        if kind == "i":  # abs(INT_MIN) wraps to INT_MIN, as in NumPy
+            return f"({a} < 0 ? {c_wrapping('-', ['0', a], out_dtype)} : {a})"
+        return a if kind in "bu" else None
 
     ufunc = np.abs
     output_dtype = staticmethod(complex_to_real_out)
@@ -168,6 +287,16 @@ class Abs(UnaryScalarOp):
 class Sign(UnaryScalarOp):
     """-1, 0 or 1 by the sign of x (NaN for NaN)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        kind = c_kind(out_dtype)
+        if kind == "f":  # sign(NaN) is NaN, sign(-0.0) is +0.0
+            one, zero = c_lit(1, out_dtype), c_lit(0, out_dtype)
+            return (f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : ({a} == 0 ? {zero} : {a})))")
+        if kind in "iu":
+            return f"(({c_ctype(out_dtype)})(({a} > 0) - ({a} < 0)))"
+        return None
+
     ufunc = np.sign
     output_dtype = staticmethod(no_bool_out)
 
@@ -178,6 +307,10 @@ class Sign(UnaryScalarOp):
 class Sqr(UnaryScalarOp):
     """x * x (ints stay ints)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        return c_wrapping("*", [a, a], out_dtype) if _c_real(out_dtype) else None
+
     ufunc = np.square
 
     def grad(self, inputs, outputs, output_grads):
@@ -187,6 +320,9 @@ class Sqr(UnaryScalarOp):
 class Reciprocal(FloatScalarOp):
     """1 / x, a float result (Theano's inv)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return f"({c_lit(1, out_dtype)} / {inputs[0]})" if c_kind(out_dtype) == "f" else None
+
     ufunc = np.reciprocal
 
     def grad(self, inputs, outputs, output_grads):
@@ -195,6 +331,14 @@ class Reciprocal(FloatScalarOp):
 
 class Maximum(BinaryScalarOp):
     """The larger of x and y; NaN if either is NaN (np.maximum)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        # NumPy: NaN wins from either side, and a tie returns the second
+        # input (which tells -0.0 from 0.0).  C's fmax would drop the NaN.
+        a, b = inputs
+        if c_kind(out_dtype) == "f":
+            return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
+        return f"({a} > {b} ? {a} : {b})" if _c_real(out_dtype) else None
 
     ufunc = np.maximum
     commutative = True
@@ -209,6 +353,12 @@ class Maximum(BinaryScalarOp):
 class Minimum(BinaryScalarOp):
     """The smaller of x and y; NaN if either is NaN (np.minimum)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        a, b = inputs
+        if c_kind(out_dtype) == "f":
+            return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
+        return f"({a} < {b} ? {a} : {b})" if _c_real(out_dtype) else None
+
     ufunc = np.minimum
     commutative = True
     associative = True
@@ -220,6 +370,10 @@ class Minimum(BinaryScalarOp):
 
 class Clip(ScalarOp):
     """x limited to [lo, hi]: lo where x < lo, hi where x > hi, else x."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        x, lo, hi = inputs
+        return f"({x} < {lo} ? {lo} : ({x} > {hi} ? {hi} : {x}))" if _c_real(out_dtype) else None
 
     nin = 3
 
@@ -240,6 +394,13 @@ class Clip(ScalarOp):
 
 class _Comparison(BinaryScalarOp):
     output_dtype = staticmethod(bool_out)
+    c_symbol = None  # the C operator of a comparison
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        if self.c_symbol is None or not all(_c_real(d) for d in in_dtypes):
+            return None
+        a, b = inputs
+        return f"({a} {self.c_symbol} {b})"
 
     def connection_pattern(self):
         return [False] * self.nin
@@ -249,30 +410,35 @@ class _Comparison(BinaryScalarOp):
 
 
 class LT(_Comparison):
+    c_symbol = "<"
     """x < y."""
 
     ufunc = np.less
 
 
 class GT(_Comparison):
+    c_symbol = ">"
     """x > y."""
 
     ufunc = np.greater
 
 
 class LE(_Comparison):
+    c_symbol = "<="
     """x <= y."""
 
     ufunc = np.less_equal
 
 
 class GE(_Comparison):
+    c_symbol = ">="
     """x >= y."""
 
     ufunc = np.greater_equal
 
 
 class EQ(_Comparison):
+    c_symbol = "=="
     """x == y (False where either is NaN)."""
 
     ufunc = np.equal
@@ -280,6 +446,7 @@ class EQ(_Comparison):
 
 
 class NEQ(_Comparison):
+    c_symbol = "!="
     """x != y (True where either is NaN)."""
 
     ufunc = np.not_equal
@@ -288,6 +455,24 @@ class NEQ(_Comparison):
 
 class IsClose(_Comparison):
     """|x - y| <= atol + rtol * |y| (np.isclose)."""
+
+    def c_input_dtypes(self, x, y):
+        # np.isclose converts y to result_type(y, 1.0), then works in the
+        # common dtype of x and that (Python floats atol/rtol are weak).
+        y = "float64" if c_kind(y) in "biu" else y
+        return [upcast(x, y)] * 2
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        dtype = in_dtypes[0]
+        if dtype not in ("float32", "float64"):
+            return None  # float16: NumPy rounds every step to float16
+        x, y = inputs
+        fabs = c_fn("fabs", dtype)
+        text = (f"((({fabs}({x} - {y}) <= {c_lit(self.atol, dtype)} + {c_lit(self.rtol, dtype)}"
+                f" * {fabs}({y})) && isfinite({y})) || ({x} == {y})")
+        if self.equal_nan:
+            text += f" || (isnan({x}) && isnan({y}))"
+        return text + ")"
 
     __props__ = ("rtol", "atol", "equal_nan")
 
@@ -305,17 +490,29 @@ class _UnaryPredicate(_Comparison):
 class IsNan(_UnaryPredicate):
     """Whether x is NaN (always False for integers and bools)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        kind = c_kind(in_dtypes[0])
+        return f"(isnan({inputs[0]}) != 0)" if kind == "f" else ("0" if kind in "biu" else None)
+
     ufunc = np.isnan
 
 
 class IsInf(_UnaryPredicate):
     """Whether x is +inf or -inf."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        kind = c_kind(in_dtypes[0])
+        return f"(isinf({inputs[0]}) != 0)" if kind == "f" else ("0" if kind in "biu" else None)
+
     ufunc = np.isinf
 
 
 class IsFinite(_UnaryPredicate):
     """Whether x is neither infinite nor NaN."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        kind = c_kind(in_dtypes[0])
+        return f"(isfinite({inputs[0]}) != 0)" if kind == "f" else ("1" if kind in "biu" else None)
 
     ufunc = np.isfinite
 
@@ -325,8 +522,14 @@ class IsFinite(_UnaryPredicate):
 class _Bitwise(_Comparison):
     output_dtype = staticmethod(int_or_bool_out)
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        if self.c_symbol is None or c_kind(out_dtype) not in "biu":
+            return None
+        return f"(({c_ctype(out_dtype)})({f' {self.c_symbol} '.join(inputs)}))"
+
 
 class AND(_Bitwise):
+    c_symbol = "&"
     """x & y (bitwise on integers, logical on bools)."""
 
     name = "and_"
@@ -337,6 +540,7 @@ class AND(_Bitwise):
 
 
 class OR(_Bitwise):
+    c_symbol = "|"
     """x | y (bitwise on integers, logical on bools)."""
 
     name = "or_"
@@ -348,6 +552,7 @@ class OR(_Bitwise):
 
 
 class XOR(_Bitwise):
+    c_symbol = "^"
     """x ^ y (bitwise on integers, logical on bools)."""
 
     ufunc = np.bitwise_xor
@@ -359,6 +564,13 @@ class XOR(_Bitwise):
 class Invert(_Bitwise):
     """~x (bitwise not on integers, logical not on bools)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        kind = c_kind(out_dtype)
+        if kind == "b":
+            return f"(!{a})"
+        return f"(({c_ctype(out_dtype)})(~{a}))" if kind in "iu" else None
+
     nin = 1
     ufunc = np.invert
 
@@ -367,6 +579,16 @@ class Invert(_Bitwise):
 
 class Switch(ScalarOp):
     """ift where cond is true (non-zero), iff elsewhere (np.where)."""
+
+    def c_input_dtypes(self, cond, ift, iff):
+        out = same_out(ift, iff)
+        return [cond, out, out]
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        if not all(_c_real(d) for d in in_dtypes):
+            return None
+        cond, a, b = inputs
+        return f"({cond} ? {a} : {b})"
 
     nin = 3
 
@@ -398,6 +620,12 @@ class Second(ScalarOp):
     model contributes only its shape, so it is disconnected for gradients.
     """
 
+    def c_input_dtypes(self, model, value):
+        return [model, value]
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return inputs[1] if _c_real(out_dtype) else None
+
     nin = 2
 
     def output_dtypes(self, model, value):
@@ -419,6 +647,9 @@ class Second(ScalarOp):
 class Identity(UnaryScalarOp):
     """x unchanged (a copy)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return inputs[0] if _c_real(out_dtype) else None
+
     def impl(self, x):
         return np.array(x, copy=True)
 
@@ -428,6 +659,19 @@ class Identity(UnaryScalarOp):
 
 class Cast(UnaryScalarOp):
     """x converted to ``dtype`` (NumPy's unsafe casting, as astype)."""
+
+    def c_input_dtypes(self, x):
+        return [x]
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        (a,) = inputs
+        if not (_c_real(in_dtypes[0]) and _c_real(out_dtype)):
+            return None
+        if c_kind(out_dtype) == "b":
+            return f"({a} != 0)"
+        if out_dtype == "float16":  # one rounding, straight from the input type
+            return f"((float)(_Float16)({a}))"
+        return f"(({c_ctype(out_dtype)})({a}))"
 
     __props__ = ("dtype",)
 

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import scipy.special
 
-from symgraph.ops.scalar import FloatScalarOp, UnaryScalarOp, complex_to_real_out, float_out
+from symgraph.ops.scalar import (FloatScalarOp, UnaryScalarOp, c_fn, c_kind, c_lit,
+                                 complex_to_real_out, float_out)
 
 
 def _m():
@@ -23,12 +24,43 @@ def _m():
 
 class _Unary(FloatScalarOp):
     nin = 1
+    c_name = None  # the libm function computing it (without the f suffix)
+    c_helper = None  # or an sg_ helper from _C_MATH, same naming
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        name = self.c_name or self.c_helper
+        if name is None or c_kind(out_dtype) != "f":
+            return None
+        return f"{c_fn(name, out_dtype)}({', '.join(inputs)})"
+
+    def c_support(self):
+        return (("sg_math_v1", _C_MATH),) if self.c_helper else ()
+
+
+# C helpers for the functions libm lacks.  Both sides of a choice are
+# computed, so that the compiler can vectorize the loop (blend, no branch).
+_C_MATH = r"""
+#define SG_DEF_MATH(T, S) \
+static inline T sg_sigmoid##S(T x) { \
+    T e = exp##S(-fabs##S(x)); \
+    T pos = (T)1 / ((T)1 + e), neg = e / ((T)1 + e); \
+    return x >= 0 ? pos : neg; } \
+static inline T sg_softplus##S(T x) { \
+    return log1p##S(exp##S(-fabs##S(x))) + (x > 0 ? x : (x == x ? (T)0 : x)); } \
+static inline T sg_log1mexp##S(T x) { \
+    T a = log##S(-expm1##S(x)), b = log1p##S(-exp##S(x)); \
+    return x > (T)-0.6931471805599453 ? a : b; } \
+static inline T sg_lgamma##S(T x) { int sign; return lgamma##S##_r(x, &sign); }
+SG_DEF_MATH(float, f) SG_DEF_MATH(double, )
+"""
 
 
 # -- exponentials and logarithms -------------------------------------------------
 
 class Exp(_Unary):
     """e ** x."""
+
+    c_name = "exp"
 
     ufunc = np.exp
 
@@ -39,6 +71,8 @@ class Exp(_Unary):
 class Exp2(_Unary):
     """2 ** x."""
 
+    c_name = "exp2"
+
     ufunc = np.exp2
 
     def grad(self, inputs, outputs, output_grads):
@@ -47,6 +81,8 @@ class Exp2(_Unary):
 
 class Expm1(_Unary):
     """e ** x - 1, accurate near 0."""
+
+    c_name = "expm1"
 
     ufunc = np.expm1
 
@@ -57,6 +93,8 @@ class Expm1(_Unary):
 class Log(_Unary):
     """Natural logarithm."""
 
+    c_name = "log"
+
     ufunc = np.log
 
     def grad(self, inputs, outputs, output_grads):
@@ -65,6 +103,8 @@ class Log(_Unary):
 
 class Log2(_Unary):
     """Base-2 logarithm."""
+
+    c_name = "log2"
 
     ufunc = np.log2
 
@@ -75,6 +115,8 @@ class Log2(_Unary):
 class Log10(_Unary):
     """Base-10 logarithm."""
 
+    c_name = "log10"
+
     ufunc = np.log10
 
     def grad(self, inputs, outputs, output_grads):
@@ -84,6 +126,8 @@ class Log10(_Unary):
 class Log1p(_Unary):
     """log(1 + x), accurate near 0."""
 
+    c_name = "log1p"
+
     ufunc = np.log1p
 
     def grad(self, inputs, outputs, output_grads):
@@ -92,6 +136,8 @@ class Log1p(_Unary):
 
 class Log1mexp(_Unary):
     """log(1 - e ** x) for x <= 0, accurate at both ends (Maechler's split)."""
+
+    c_helper = "sg_log1mexp"
 
     def impl(self, x):
         near_zero = x > -math.log(2.0)
@@ -107,6 +153,8 @@ class Log1mexp(_Unary):
 class Sigmoid(_Unary):
     """1 / (1 + e ** -x), without overflow for large |x|."""
 
+    c_helper = "sg_sigmoid"
+
     ufunc = scipy.special.expit
 
     def grad(self, inputs, outputs, output_grads):
@@ -116,6 +164,8 @@ class Sigmoid(_Unary):
 
 class Softplus(_Unary):
     """log(1 + e ** x), computed as log1p(e ** -|x|) + max(x, 0) (no overflow)."""
+
+    c_helper = "sg_softplus"
 
     def impl(self, x):
         return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
@@ -129,6 +179,8 @@ class Softplus(_Unary):
 class Sqrt(_Unary):
     """Square root (NaN for negative x)."""
 
+    c_name = "sqrt"
+
     ufunc = np.sqrt
 
     def grad(self, inputs, outputs, output_grads):
@@ -140,6 +192,8 @@ class Sqrt(_Unary):
 class Sin(_Unary):
     """Sine (radians)."""
 
+    c_name = "sin"
+
     ufunc = np.sin
 
     def grad(self, inputs, outputs, output_grads):
@@ -148,6 +202,8 @@ class Sin(_Unary):
 
 class Cos(_Unary):
     """Cosine (radians)."""
+
+    c_name = "cos"
 
     ufunc = np.cos
 
@@ -158,6 +214,8 @@ class Cos(_Unary):
 class Tan(_Unary):
     """Tangent (radians)."""
 
+    c_name = "tan"
+
     ufunc = np.tan
 
     def grad(self, inputs, outputs, output_grads):
@@ -166,6 +224,8 @@ class Tan(_Unary):
 
 class ArcSin(_Unary):
     """Inverse sine, in [-pi/2, pi/2]."""
+
+    c_name = "asin"
 
     ufunc = np.arcsin
 
@@ -176,6 +236,8 @@ class ArcSin(_Unary):
 class ArcCos(_Unary):
     """Inverse cosine, in [0, pi]."""
 
+    c_name = "acos"
+
     ufunc = np.arccos
 
     def grad(self, inputs, outputs, output_grads):
@@ -185,6 +247,8 @@ class ArcCos(_Unary):
 class ArcTan(_Unary):
     """Inverse tangent, in [-pi/2, pi/2]."""
 
+    c_name = "atan"
+
     ufunc = np.arctan
 
     def grad(self, inputs, outputs, output_grads):
@@ -193,6 +257,11 @@ class ArcTan(_Unary):
 
 class ArcTan2(FloatScalarOp):
     """The angle of the point (x, y): arctan2(y, x), in [-pi, pi]."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        if c_kind(out_dtype) != "f":
+            return None
+        return f"{c_fn('atan2', out_dtype)}({inputs[0]}, {inputs[1]})"
 
     nin = 2
     ufunc = np.arctan2
@@ -208,6 +277,8 @@ class ArcTan2(FloatScalarOp):
 class Sinh(_Unary):
     """Hyperbolic sine."""
 
+    c_name = "sinh"
+
     ufunc = np.sinh
 
     def grad(self, inputs, outputs, output_grads):
@@ -216,6 +287,8 @@ class Sinh(_Unary):
 
 class Cosh(_Unary):
     """Hyperbolic cosine."""
+
+    c_name = "cosh"
 
     ufunc = np.cosh
 
@@ -226,6 +299,8 @@ class Cosh(_Unary):
 class Tanh(_Unary):
     """Hyperbolic tangent."""
 
+    c_name = "tanh"
+
     ufunc = np.tanh
 
     def grad(self, inputs, outputs, output_grads):
@@ -234,6 +309,8 @@ class Tanh(_Unary):
 
 class ArcSinh(_Unary):
     """Inverse hyperbolic sine."""
+
+    c_name = "asinh"
 
     ufunc = np.arcsinh
 
@@ -244,6 +321,8 @@ class ArcSinh(_Unary):
 class ArcCosh(_Unary):
     """Inverse hyperbolic cosine (x >= 1)."""
 
+    c_name = "acosh"
+
     ufunc = np.arccosh
 
     def grad(self, inputs, outputs, output_grads):
@@ -252,6 +331,8 @@ class ArcCosh(_Unary):
 
 class ArcTanh(_Unary):
     """Inverse hyperbolic tangent (|x| < 1)."""
+
+    c_name = "atanh"
 
     ufunc = np.arctanh
 
@@ -262,6 +343,9 @@ class ArcTanh(_Unary):
 class Deg2Rad(_Unary):
     """Degrees to radians."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return f"({inputs[0]} * {c_lit(math.pi / 180.0, out_dtype)})"
+
     ufunc = np.deg2rad
 
     def grad(self, inputs, outputs, output_grads):
@@ -270,6 +354,9 @@ class Deg2Rad(_Unary):
 
 class Rad2Deg(_Unary):
     """Radians to degrees."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return f"({inputs[0]} * {c_lit(180.0 / math.pi, out_dtype)})"
 
     ufunc = np.rad2deg
 
@@ -282,6 +369,8 @@ class Rad2Deg(_Unary):
 class Erf(_Unary):
     """The error function."""
 
+    c_name = "erf"
+
     ufunc = scipy.special.erf
 
     def grad(self, inputs, outputs, output_grads):
@@ -291,6 +380,8 @@ class Erf(_Unary):
 
 class Erfc(_Unary):
     """1 - erf(x), accurate for large x."""
+
+    c_name = "erfc"
 
     ufunc = scipy.special.erfc
 
@@ -310,6 +401,8 @@ class Erfinv(_Unary):
 
 class GammaLn(_Unary):
     """log |Gamma(x)|."""
+
+    c_helper = "sg_lgamma"
 
     ufunc = scipy.special.gammaln
 
@@ -350,11 +443,15 @@ class _Rounding(_Unary):
 class Floor(_Rounding):
     """The largest integer <= x (a float result)."""
 
+    c_name = "floor"
+
     ufunc = np.floor
 
 
 class Ceil(_Rounding):
     """The smallest integer >= x (a float result)."""
+
+    c_name = "ceil"
 
     ufunc = np.ceil
 
@@ -362,11 +459,15 @@ class Ceil(_Rounding):
 class Trunc(_Rounding):
     """x rounded towards zero (a float result)."""
 
+    c_name = "trunc"
+
     ufunc = np.trunc
 
 
 class RoundHalfToEven(_Rounding):
     """x rounded to the nearest integer, ties to even (np.round)."""
+
+    c_name = "rint"
 
     name = "round_half_to_even"
 
@@ -376,6 +477,8 @@ class RoundHalfToEven(_Rounding):
 
 class RoundHalfAwayFromZero(_Rounding):
     """x rounded to the nearest integer, ties away from zero (C's round)."""
+
+    c_name = "round"
 
     name = "round_half_away_from_zero"
 
@@ -390,6 +493,9 @@ class RoundHalfAwayFromZero(_Rounding):
 class Real(UnaryScalarOp):
     """The real part (x itself for real x)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return inputs[0] if c_kind(in_dtypes[0]) in "biuf" else None
+
     output_dtype = staticmethod(complex_to_real_out)
 
     def impl(self, x):
@@ -398,6 +504,9 @@ class Real(UnaryScalarOp):
 
 class Imag(UnaryScalarOp):
     """The imaginary part (zeros for real x)."""
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return c_lit(0, out_dtype) if c_kind(in_dtypes[0]) in "biuf" else None
 
     output_dtype = staticmethod(complex_to_real_out)
 
@@ -408,11 +517,24 @@ class Imag(UnaryScalarOp):
 class Conj(UnaryScalarOp):
     """The complex conjugate (x itself for real x)."""
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return inputs[0] if c_kind(in_dtypes[0]) in "biuf" else None
+
     ufunc = np.conjugate
 
 
 class Angle(UnaryScalarOp):
     """The argument of complex x, in [-pi, pi] (0 or pi for real x)."""
+
+    def c_input_dtypes(self, x):
+        # np.angle(real x) is arctan2(0, x): ints are computed in float64.
+        return [x if c_kind(x) == "f" else "float64"]
+
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        dtype = in_dtypes[0]
+        if c_kind(dtype) != "f":
+            return None
+        return f"{c_fn('atan2', dtype)}({c_lit(0, dtype)}, {inputs[0]})"
 
     def output_dtypes(self, *dtypes):
         return [complex_to_real_out(float_out(*dtypes))]

@@ -176,6 +176,11 @@ class Subtensor(Op):
         out_shape.extend(x.type.shape[len(self.idx_list):])
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=tuple(out_shape))()])
 
+    def c_kernel(self, node):
+        from symgraph.compile.native.index_codegen import subtensor_kernel
+
+        return subtensor_kernel(self, node)
+
     def perform(self, node, inputs, output_storage):
         x = inputs[0]
         index = index_from_pattern(self.idx_list, inputs[1:])
@@ -271,6 +276,11 @@ class IncSubtensor(Op):
         sub = Subtensor(self.idx_list).make_node(x, *index_inputs).outputs[0]
         check_update_value(self, sub, y, x)
         return Apply(self, [x, y] + index_inputs, [x.type()])
+
+    def c_kernel(self, node):
+        from symgraph.compile.native.index_codegen import inc_subtensor_kernel
+
+        return inc_subtensor_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, y = inputs[0], inputs[1]

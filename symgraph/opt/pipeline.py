@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from symgraph.opt import merge, constant_folding  # noqa: F401
 from symgraph.opt import canonicalize, canonicalize_shape  # noqa: F401
 from symgraph.opt import stabilize, specialize  # noqa: F401
+from symgraph.opt import fusion  # noqa: F401
+from symgraph.opt import blas_rewrites  # noqa: F401
+from symgraph.opt import fuse_reduce  # noqa: F401
+from symgraph.opt import inplace  # noqa: F401
 from symgraph.opt.driver import EquilibriumDriver
 from symgraph.opt.registry import RewriteQueryError, _split, registry
 
@@ -48,8 +52,9 @@ PHASES = (
     Phase("specialize", _CANONICAL, "faster forms: x**2 -> sqr(x), ..."),
     # Later issues add, in this order: device placement, elemwise fusion, inplace.
     # Phase("device", _CLEANUP, "move nodes to the GPU and cuDNN-style ops"),
-    # Phase("fusion", ("merge",), "fuse element-wise subgraphs into one loop"),
-    # Phase("inplace", (), "let ops overwrite inputs nobody needs any more"),
+    Phase("fusion", ("merge",), "fuse element-wise subgraphs into one loop"),
+    # Last: in-place ops constrain the schedule, so nothing may rewrite after them.
+    Phase("inplace", (), "let ops overwrite inputs nobody needs any more"),
 )
 
 #: Future phases (commented out above) may be excluded already, as tags.

@@ -344,6 +344,8 @@ def test_size_cap_prunes_least_recently_used(root):
         cache.get_or_build("cccc0003", _blob_builder(400_000))
     keys = {entry.key for entry in cache.list_entries()}
     assert keys == {"aaaa0001", "cccc0003"}
+    assert not (root / "locks" / "bbbb0002.lock").exists()  # locks/ does not grow
+    assert (root / "locks" / "aaaa0001.lock").exists()
     # a cap below one entry still keeps the entry just built
     with config.change_flags(compile_cache_size_mb=0):
         path = cache.get_or_build("dddd0004", _blob_builder(1000))
@@ -399,6 +401,7 @@ def test_no_compile_with_warm_and_cold_cache(root):
                                                r"[0-9a-f]+ is missing from the cache"):
             fresh.get_or_build(_key(15), _builder(15))
     assert COMPILE_STATS.snapshot()[0] == before
+    assert list((root / "tmp").iterdir()) == []  # no empty build folder left
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import threading
 import time
@@ -53,19 +52,19 @@ except ImportError:  # not POSIX: fall back to a lock within this process only
     fcntl = None
 
 from symgraph.compile.native import compiler
+from symgraph.compile.native.cache_keys import (  # noqa: F401  (re-exported)
+    CACHE_FORMAT, summarize_parts, environment_parts, make_key)
 
 __all__ = [
     "CacheError", "CacheSecurityError", "CacheEntry", "ModuleCache", "get_cache",
     "make_key", "environment_parts", "CACHE_FORMAT",
 ]
 
-#: Bump when the cache layout or the meaning of an entry changes.
-CACHE_FORMAT = "1"
 LIB_NAME = "lib.so"
 META_NAME = "meta.json"
 TMP_MAX_AGE = 3600.0  # seconds after which a leftover build folder is garbage
 
-_KEY_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{3,127}")
+_KEY_RE = re.compile(r"[A-Za-z0-9_-]{4,128}")  # no '.', no '/': a plain folder name
 _SHARD_RE = re.compile(r"[A-Za-z0-9_-]{2}")
 _log = logging.getLogger("symgraph.compile.cache")
 
@@ -78,57 +77,6 @@ class CacheError(RuntimeError):
 
 class CacheSecurityError(CacheError):
     """A cache folder or file that another user owns or may write."""
-
-
-# ----------------------------------------------------------------------------- keys
-
-def make_key(**parts):
-    """The sha256 hex digest of named parts (strings; other values use ``repr``).
-    Each name and value is length-prefixed, so no two part lists collide by
-    concatenation; the order of the arguments does not matter."""
-    digest = hashlib.sha256()
-    for name in sorted(parts):
-        value = parts[name]
-        value = value if isinstance(value, str) else repr(value)
-        for text in (name, value):
-            data = text.encode("utf-8", "surrogatepass")
-            digest.update(b"%d:" % len(data))
-            digest.update(data)
-    return digest.hexdigest()
-
-
-def environment_parts(openmp=False):
-    """The key parts that do not come from the source: compiler and flags, CPU,
-    NumPy ABI (major.minor), Python, symgraph, and every flag declared to change
-    code (``config.c_key()``).  ``make_key(source=src, **environment_parts())``."""
-    import numpy
-
-    import symgraph
-    from symgraph.config import config
-
-    return {
-        "format": CACHE_FORMAT,
-        "compiler": compiler.compiler_signature(),
-        "flags": " ".join(compiler.base_flags(openmp)),
-        "cpu": compiler.cpu_signature(),
-        "numpy": ".".join(numpy.__version__.split(".")[:2]),
-        "python": f"{sys.implementation.cache_tag} {sys.version_info[0]}."
-                  f"{sys.version_info[1]}",
-        "symgraph": symgraph.__version__,
-        "config": repr(config.c_key()),
-    }
-
-
-def _summary(parts):
-    """Key parts for meta.json: long values (the source) as length and hash."""
-    out = {}
-    for name, value in (parts or {}).items():
-        value = value if isinstance(value, str) else repr(value)
-        if len(value) > 200 or "\n" in value:
-            value = (f"<{len(value)} chars, sha256 "
-                     f"{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}>")
-        out[name] = value
-    return out
 
 
 def _sha256_file(path):
@@ -172,6 +120,8 @@ class ModuleCache:
         self._mutex = threading.Lock()
         self._thread_locks = {}  # key -> threading.Lock, only where fcntl is missing
         self.hits = 0            # loads of complete entries without building
+        self._known_bytes = None  # the cache's size at the last scan, plus our builds
+        self._scanned_at = 0.0    # time.monotonic() of that scan
         self.builds = 0          # entries this object built
         self.ensure_root()
 
@@ -231,8 +181,8 @@ class ModuleCache:
     def _entry_str(self, key):
         # strings, not Paths, on the load path: pathlib costs more than the stats
         if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
-            raise CacheError(f"bad cache key {key!r}: 4 to 128 characters of "
-                             "letters, digits, '_', '-' and '.' (make_key gives one)")
+            raise CacheError(f"bad cache key {key!r}: 4 to 128 letters, digits, "
+                             "'_' or '-' (make_key gives one)")
         return os.path.join(self._root_str, key[:2], key)
 
     # -- reading
@@ -318,8 +268,8 @@ class ModuleCache:
                 _log.warning("compile cache entry %s is incomplete or corrupt: "
                              "rebuilding it", self.entry_dir(key))
                 self._remove(self.entry_dir(key))
-            lib = self._build(key, build_fn, parts, what)
-        self._enforce_cap(keep=key)
+            lib, nbytes = self._build(key, build_fn, parts, what)
+        self._enforce_cap(keep=key, added=nbytes)
         return lib
 
     def load(self, key, build_fn, loader=ctypes.CDLL, parts=None, what=None):
@@ -350,11 +300,14 @@ class ModuleCache:
                     path.chmod(mode & ~0o022)
             size, digest = lib.stat().st_size, _sha256_file(lib)
             meta = {"format": CACHE_FORMAT, "key": key, "size": size, "sha256": digest,
-                    "created": time.time(), "parts": _summary(parts)}
+                    "created": time.time(), "parts": summarize_parts(parts)}
             (tmp / META_NAME).write_text(json.dumps(meta, indent=1, sort_keys=True))
+            nbytes = sum(path.lstat().st_size for path in tmp.iterdir())
             self._place(key, tmp)
-        except compiler.CompileError:
-            raise  # keep tmp: the error names the source kept there; cleaned later
+        except compiler.CompileError as exc:
+            if exc.source_path is None:  # nothing compiled (compile_no_compile)
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise  # else keep tmp: the error names the source kept there
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -363,7 +316,7 @@ class ModuleCache:
         st = os.stat(final)
         with self._mutex:
             self._verified[key] = (st.st_ino, st.st_mtime_ns, size, digest)
-        return final
+        return final, nbytes
 
     def _place(self, key, tmp):
         """Rename the finished build folder ``tmp`` into place (atomic)."""
@@ -432,10 +385,39 @@ class ModuleCache:
                 continue
             if self._remove(entry.path):
                 removed.append(entry)
+                self._drop_lock_file(entry.key)
             total -= entry.size
+        self._known_bytes, self._scanned_at = total, time.monotonic()
         return removed
 
-    def _enforce_cap(self, keep):
+    def _drop_lock_file(self, key):
+        """Unlink a pruned key's lock file unless someone holds it, so that ``locks/``
+        does not grow forever.  A process that opened it just before still builds
+        safely: two builders of one key are resolved in :meth:`_place`."""
+        if fcntl is None:
+            return
+        try:
+            fd = os.open(os.path.join(self._root_str, "locks", f"{key}.lock"), os.O_RDWR)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(os.path.join(self._root_str, "locks", f"{key}.lock"))
+        except OSError:
+            pass  # held: a build of this key is running
+        finally:
+            os.close(fd)
+
+    def _enforce_cap(self, keep, added):
+        from symgraph.config import config
+
+        # a scan stats every entry: skip it while the size known from the last scan
+        # (under a minute old: other processes add entries too) plus what this
+        # process built since stays under the cap
+        if (self._known_bytes is not None and time.monotonic() - self._scanned_at < 60
+                and self._known_bytes + added <= config.compile_cache_size_mb * 2**20):
+            self._known_bytes += added
+            return
         try:
             removed = self.prune(keep=keep)
         except OSError as exc:  # pruning is housekeeping: never fail a build over it
@@ -469,9 +451,10 @@ class ModuleCache:
             for item in list(os.scandir(self.root / sub)):
                 with contextlib.suppress(OSError):
                     os.unlink(item.path)
-        self.clean_tmp(max_age=0)
+        self.clean_tmp(max_age=300)  # spare the build folders of running builds
         with self._mutex:
             self._verified.clear()
+        self._known_bytes = None
         return count
 
     def stats(self):

@@ -10,7 +10,6 @@ Python steps that call ``perform``.
 """
 
 import ctypes
-import hashlib
 import time
 
 import numpy as np
@@ -52,15 +51,12 @@ def node_kernel(node):
 
 
 def _kernel_key(kernel):
-    from symgraph.compile.native.compiler import compiler_signature, cpu_signature
-    import symgraph
+    from symgraph.compile.native.cache import environment_parts, make_key
 
-    text = "\n".join([
-        assemble([("k", kernel)]), kernel.kind, repr(kernel.view_of), repr(kernel.inplace_of),
-        repr(kernel.openmp), str(kernel.version), str(KERNEL_FORMAT_VERSION),
-        compiler_signature(), cpu_signature(), symgraph.__version__, repr(config.c_key()),
-    ])
-    return hashlib.sha256(text.encode()).hexdigest()
+    return make_key(source=assemble([("k", kernel)]), kind=kernel.kind,
+                    aliases=repr((kernel.view_of, kernel.inplace_of)),
+                    version=f"{kernel.version}.{KERNEL_FORMAT_VERSION}",
+                    **environment_parts(openmp=kernel.openmp))
 
 
 class LoadedLibraries:
@@ -111,8 +107,10 @@ def resolve_kernels(kernels, timings):
         pairs = [(kernel_prefix(i), kernel) for i, (_, kernel) in enumerate(ordered)]
         source = assemble(pairs)
         openmp = any(k.openmp for k in missing.values())
-        lib_key = hashlib.sha256((source + repr(openmp) + "".join(sorted(missing))).encode()
-                                 ).hexdigest()
+        from symgraph.compile.native.cache import environment_parts, make_key
+
+        lib_key = make_key(source=source, kernels=",".join(sorted(missing)),
+                           **environment_parts(openmp=openmp))
 
         def build(tmp_dir):
             from symgraph.compile.native.compiler import compile_library

@@ -188,9 +188,11 @@ class ReduceSpec:
     ``kind``: one of KINDS.  ``in_dtypes``/``in_broadcastable``: the inputs
     (all of rank ``len(in_broadcastable[0])``, the element-wise shape; one
     input for a plain reduction).  ``axes``: the reduced dimensions.
-    ``acc_dtype``, ``out_dtype``: accumulator and result.  ``element(values)``
-    maps the inputs' C value expressions (in their compute types) to one
-    element's C expression (in the accumulator's compute type).
+    ``acc_dtype``, ``out_dtype``: accumulator and result.  ``element(names)``
+    maps C names holding the inputs' values (converted to ``in_compute``,
+    default ``in_dtypes``, in their C compute types; a name may be used more
+    than once) to one element's C expression (in the accumulator's compute
+    type), or to ``(statements, expression)``.
     ``name``: the op, for messages; ``empty_message``: the Python message for
     an empty group with ``{shape}`` where the shape goes (None: an empty group
     gives the identity).  ``fused``: check broadcasting as Elemwise does
@@ -209,6 +211,7 @@ class ReduceSpec:
     empty_message: object = None
     fused: bool = False
     elemwise_name: str = ""
+    in_compute: tuple = ()
     support: tuple = ()
     headers: tuple = ()
 
@@ -272,12 +275,6 @@ def combine(kind, acc_dtype, a, b):
     return f"({a} {cmp} {b} ? {a} : {b})"
 
 
-def value_expr(dtype, ref):
-    """C for the value of a stored element ``ref``, in its compute type."""
-    ctype = c_compute_type(dtype)
-    return f"(({ctype}){ref})" if ctype != c_type(dtype) else ref
-
-
 # -- code generation --------------------------------------------------------------
 
 def _lanes(acc_dtype):
@@ -301,10 +298,16 @@ class _Gen:
         self.nin = len(spec.in_dtypes)
         self.ndim = len(spec.in_broadcastable[0])
         self.T = [c_type(d) for d in spec.in_dtypes]
+        self.compute = list(spec.in_compute or spec.in_dtypes)
         self.ACC = c_compute_type(spec.acc_dtype)
         self.OUT = c_type(spec.out_dtype)
-        self.ident = identity(spec.kind, spec.acc_dtype)
         self.arg = spec.kind in ("argmax", "argmin")
+        # argmax/argmin find the extremum with path A first, then its index.
+        self.kind = {"argmax": "max", "argmin": "min"}.get(spec.kind, spec.kind)
+        self.ident = identity(self.kind, spec.acc_dtype)
+        # Float max/min lanes use a plain compare-select (one vmaxps) and flag
+        # NaNs in separate lanes: five times faster than a NaN-aware select.
+        self.nan_lanes = self.kind in ("max", "min") and _is_float(spec.acc_dtype)
         self.pairwise = spec.kind == "sum" and _is_float(spec.acc_dtype)
         axes = set(spec.axes)
         # Inputs broadcast over every reduced axis are constant over a group:
@@ -313,14 +316,39 @@ class _Gen:
             spec.in_broadcastable[k][a] for a in axes)]
         self.varying = [k for k in range(self.nin) if k not in self.constant]
 
-    def elem(self, refs):
-        """One element's C expression; ``refs[k]`` is input k's stored element."""
-        values = [f"v{k}" if k in self.constant else value_expr(self.spec.in_dtypes[k], refs[k])
-                  for k in range(self.nin)]
-        return self.spec.element(values)
+    def load(self, k, ref):
+        """C for input k's value (stored element ``ref``) in its compute type."""
+        ctype = c_compute_type(self.compute[k])
+        return f"(({ctype}){ref})"
+
+    def elem(self, refs, target):
+        """C declaring ``target`` (of the accumulator's type) and computing one
+        element into it; ``refs[k]`` is input k's stored element (constant
+        inputs are the hoisted ``v<k>``).  The inputs' values and the
+        element's own statements live in a block of their own."""
+        decls = [f"const {c_compute_type(self.compute[k])} a{k} = {self.load(k, refs[k])}; "
+                 for k in range(self.nin) if k not in self.constant]
+        names = [f"v{k}" if k in self.constant else f"a{k}" for k in range(self.nin)]
+        result = self.spec.element(names)
+        stmts, expr = result if isinstance(result, tuple) else ("", result)
+        return f"{self.ACC} {target}; {{ {''.join(decls)}{stmts}{target} = {expr}; }}"
+
+    def hoisted(self):
+        """Declarations of the group-constant inputs' values (path A)."""
+        return "\n".join(
+            f"    const {c_compute_type(self.compute[k])} v{k} = "
+            f"{self.load(k, f'*(const {self.T[k]} *)b[{k}]')};" for k in self.constant)
 
     def comb(self, a, b):
-        return combine(self.spec.kind, self.spec.acc_dtype, a, b)
+        return combine(self.kind, self.spec.acc_dtype, a, b)
+
+    def lane_comb(self, a, b, flag):
+        """Combining a lane with an element: ``comb``, except for float
+        max/min, where NaN goes into the lane's flag ``flag``."""
+        if not self.nan_lanes:
+            return f"{a} = {self.comb(a, b)};"
+        cmp = ">=" if self.kind == "max" else "<="
+        return f"{a} = {a} {cmp} {b} ? {a} : {b}; {flag} |= {b} != {b};"
 
     # ---- checks and shapes
     def eshape(self):
@@ -398,12 +426,11 @@ class _Gen:
     # ---- path A: one group, reduced with lanes (pairwise for float sums)
     def group_fn(self):
         T, ACC, L = self.T, self.ACC, _lanes(self.spec.acc_dtype)
+        NANT = "int32_t" if ACC == "float" else "int64_t"
         block = PAIR_BLOCK if self.pairwise else PLAIN_BLOCK
-        hoist = _per_input(f"    const @CT v@ = (@CT)*(const @T *)b[@];", [])
-        hoist = "\n".join(
-            f"    const {c_compute_type(self.spec.in_dtypes[k])} v{k} = "
-            f"{value_expr(self.spec.in_dtypes[k], f'*(const {T[k]} *)b[{k}]')};"
-            for k in self.constant)
+        nan_decl = (f"{NANT} nanf[{L}]; for (int l = 0; l < {L}; l++) nanf[l] = 0;"
+                    if self.nan_lanes else "")
+        hoist = self.hoisted()
         vary = self.varying
         contig = " && ".join([f"pl->rstr[nro][{k}] == (int64_t)sizeof({T[k]})" for k in vary]
                              or ["1"])
@@ -413,9 +440,10 @@ class _Gen:
         qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k} + i0;"
                        for k in vary)
         rs = _per_input("                const char *r@ = p@ + i0 * s@;", vary)
-        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary})
-        e_one = self.elem({k: f"q{k}[i]" for k in vary})
-        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary})
+        decl = "e"
+        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, decl)
+        e_one = self.elem({k: f"q{k}[i]" for k in vary}, decl)
+        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, decl)
         if self.pairwise:
             acc_decl = f"    {ACC} stk[64]; uint64_t cnt = 0;"
             push = (f"            {{ {ACC} t = lane[0]; int lv = 0;\n"
@@ -426,6 +454,10 @@ class _Gen:
         else:
             acc_decl = f"    {ACC} acc = {self.ident};"
             push = f"            acc = {self.comb('acc', 'lane[0]')};"
+            if self.nan_lanes:
+                push = (f"            {{ {NANT} any = 0;\n"
+                        f"              for (int l = 0; l < {L}; l++) any |= nanf[l];\n"
+                        f"              if (any) lane[0] = NAN; }}\n") + push
             finish = ""
         return f"""static {ACC} SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
 {hoist}
@@ -445,27 +477,28 @@ class _Gen:
             const int64_t m = n - i0 < {block} ? n - i0 : {block};
             {ACC} lane[{L}];
             for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
+            {nan_decl}
             int64_t i = 0;
             if (contig) {{
 {qs}
                 for (; i + {L} <= m; i += {L})
                     for (int l = 0; l < {L}; l++) {{
-                        const {ACC} e = {e_vec};
-                        lane[l] = {self.comb('lane[l]', 'e')};
+                        {e_vec}
+                        {self.lane_comb('lane[l]', 'e', 'nanf[l]')}
                     }}
                 for (; i < m; i++) {{
-                    const {ACC} e = {e_one};
-                    lane[0] = {self.comb('lane[0]', 'e')};
+                    {e_one}
+                    {self.lane_comb('lane[0]', 'e', 'nanf[0]')}
                 }}
             }} else {{
 {rs}
                 for (; i < m; i++) {{
-                    const {ACC} e = {e_str};
-                    lane[i & {L - 1}] = {self.comb(f'lane[i & {L - 1}]', 'e')};
+                    {e_str}
+                    {self.lane_comb(f'lane[i & {L - 1}]', 'e', f'nanf[i & {L - 1}]')}
                 }}
             }}
             for (int w = {L // 2}; w > 0; w /= 2)
-                for (int l = 0; l < w; l++) lane[l] = {self.comb('lane[l]', 'lane[l + w]')};
+                for (int l = 0; l < w; l++) {{ {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')} }}
 {push}
         }}
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
@@ -480,17 +513,14 @@ class _Gen:
         T, ACC, OUT = self.T, self.ACC, self.OUT
         allk = list(range(self.nin))
         contig = " && ".join(f"s{k} == (int64_t)sizeof({T[k]})" for k in allk)
-        hoist = "\n".join(
-            f"    const {c_compute_type(self.spec.in_dtypes[k])} v{k} = "
-            f"{value_expr(self.spec.in_dtypes[k], f'*(const {T[k]} *)b[{k}]')};"
-            for k in self.constant)
         # In path B a group-constant input still varies along the kept dimension:
         # load it per element like the others.
         saved, self.constant = self.constant, []
-        e_vec = self.elem({k: f"q{k}[j]" for k in allk})
-        e_str = self.elem({k: f"*(const {T[k]} *)(p{k} + j * s{k})" for k in allk})
+        decl = "e"
+        e_vec = self.elem({k: f"q{k}[j]" for k in allk}, decl)
+        e_str = self.elem({k: f"*(const {T[k]} *)(p{k} + j * s{k})" for k in allk}, decl)
         self.constant = saved
-        del hoist
+        qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k};" for k in allk)
         return f"""static void SG_FN(cols)(const char *const *b, char *ob, const sg_red_plan *pl) {{
     const int ki = pl->nk - 1;
     const int64_t n = pl->kshape[ki], os = pl->ostr[ki];
@@ -507,14 +537,14 @@ class _Gen:
 {_per_input("                p@ += idx[d] * pl->rstr[d][@];", allk)}
             }}
             if (contig) {{
-{_per_input(f"                const @T *q@ = (const @T *)p@;", allk).replace("@T", "{T}")}
+{qs}
                 for (int64_t j = 0; j < m; j++) {{
-                    const {ACC} e = {e_vec};
+                    {e_vec}
                     acc[j] = {self.comb('acc[j]', 'e')};
                 }}
             }} else {{
                 for (int64_t j = 0; j < m; j++) {{
-                    const {ACC} e = {e_str};
+                    {e_str}
                     acc[j] = {self.comb('acc[j]', 'e')};
                 }}
             }}
@@ -530,33 +560,40 @@ class _Gen:
 }}
 """
 
-    # ---- argmax/argmin: C order over the group, first extreme (or first NaN) wins
-    def arg_fn(self):
+    # ---- argmax/argmin: the first element equal to the group's extremum
+    def find_fn(self):
+        """SG_FN(find): the C-order index of the first element equal to ``best``
+        (or the first NaN when ``best`` is NaN, as NumPy's argmax), scanning
+        contiguous runs in vectorizable blocks of 64."""
         T, ACC = self.T, self.ACC
-        cmp = ">" if self.spec.kind == "argmax" else "<"
-        first = self.elem({0: f"*(const {T[0]} *)b[0]"})
-        e = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"})
-        return f"""static int64_t SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
+        hit = "(v == best) | ((v != v) & bn)"
+        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
+        e_one = self.elem({0: "q0[i]"}, "v")
+        e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
+        return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl, {ACC} best) {{
     const int nro = pl->nr - 1;
     const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
     const int64_t outer = pl->rsize / n;
+    const int bn = best != best;
     int64_t idx[SG_MAXDIMS] = {{0}};
-    {ACC} best = {first};
-    int64_t bi = 0, flat = 0;
-    if (best != best) return 0;
-    for (int64_t o = 0; o < outer; o++) {{
+    for (int64_t o = 0, flat = 0; o < outer; o++, flat += n) {{
         const char *p0 = b[0];
         for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
-        for (int64_t i = 0; i < n; i++, flat++) {{
-            const {ACC} v = {e};
-            if (v {cmp} best || v != v) {{
-                best = v; bi = flat;
-                if (v != v) return bi;
+        if (s0 == (int64_t)sizeof({T[0]})) {{
+            const {T[0]} *q0 = (const {T[0]} *)p0;
+            for (int64_t i0 = 0; i0 < n; i0 += 64) {{
+                const int64_t m = n - i0 < 64 ? n - i0 : 64;
+                int any = 0;
+                for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
+                if (!any) continue;
+                for (int64_t i = i0; i < i0 + m; i++) {{ {e_one} if ({hit}) return flat + i; }}
             }}
+        }} else {{
+            for (int64_t i = 0; i < n; i++) {{ {e_str} if ({hit}) return flat + i; }}
         }}
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
     }}
-    return bi;
+    return 0;
 }}
 """
 
@@ -572,6 +609,8 @@ class _Gen:
         empty_fill = (f"        if (pl.rsize == 0) *({self.OUT} *)ob = ({self.OUT}){self.ident};\n"
                       f"        else " if not self.arg else "        ")
         cols_call = "" if self.arg else "if (cols) SG_FN(cols)(p, ob, &pl);\n        else "
+        store = ("*(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));" if self.arg
+                 else f"*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);")
         return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const unsigned char red[] = {{{red}}};
     int64_t shape[SG_MAXDIMS];
@@ -592,7 +631,7 @@ class _Gen:
             for (int k = 0; k < {self.nin}; k++) p[k] += idx[d] * pl.kstr[d][k];
             ob += idx[d] * pl.ostr[d];
         }}
-{empty_fill}{cols_call}*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);
+{empty_fill}{cols_call}{store}
         for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl.kshape[d]) break; idx[d] = 0; }}
     }}
     return 0;
@@ -604,7 +643,7 @@ class _Gen:
         parts = [f"/* {_c_string(s.name).replace('*/', '* /')}: {s.kind} over axes {s.axes}, "
                  f"accumulated in {s.acc_dtype} */\n",
                  self.eshape(), self.empty_check(), self.shape_fn()]
-        parts.append(self.arg_fn() if self.arg else self.group_fn() + self.cols_fn())
+        parts.append(self.group_fn() + (self.find_fn() if self.arg else self.cols_fn()))
         parts.append(self.run_fn())
         return "\n".join(parts)
 
@@ -685,3 +724,57 @@ def careduce_kernel(op, node):
                       element=lambda values: one(values[0]), name=str(op),
                       empty_message=empty_message(op, kind, tuple(axes)))
     return reduce_kernel(spec)
+
+
+# -- a reduction fused with the element-wise op that feeds it ----------------------
+
+def fused_kernel(reduce_op, pre, node, elemwise_name):
+    """The kernel of ``reduce_op(Elemwise(pre)(*node.inputs))`` computed in one
+    pass: ``pre`` (a ScalarOp, often a Composite) is evaluated per element
+    inside the reduction loop, with no temporary.  None when ``pre`` or the
+    reduction has no native code for these dtypes, or when ``pre`` may raise
+    (its errors are left to the Python reference)."""
+    kind = reduction_kind(reduce_op)
+    if kind is None or kind in ("argmax", "argmin") or pre.nout != 1:
+        return None
+    in_dtypes = [str(i.dtype) for i in node.inputs]
+    if not node.inputs or not all(has_c_type(d) for d in in_dtypes):
+        return None
+    pre_out = str(pre.output_dtypes(*in_dtypes)[0])
+    out = str(node.outputs[0].dtype)
+    if not has_c_type(pre_out) or not has_c_type(out):
+        return None
+    cin = [str(d) for d in pre.c_input_dtypes(*in_dtypes)]
+    if not all(has_c_type(d) for d in cin) or pre.c_error_messages(cin):
+        return None
+    acc = accumulator_dtype(reduce_op, kind, pre_out, out)
+    if not has_c_type(acc) or pre_body(pre, [f"x{k}" for k in range(len(cin))], cin,
+                                       pre_out) is None:
+        return None
+    finish = element_fn(kind, acc)
+
+    def element(names):
+        body = pre_body(pre, names, cin, pre_out)
+        # Round to the Elemwise's output dtype (float16, bool, ...) as the
+        # unfused graph stores it, then reduce that value.
+        return body, finish(f"(({c_type(pre_out)})sg_pre)")
+
+    x = node.inputs
+    spec = ReduceSpec(kind=kind, in_dtypes=tuple(in_dtypes),
+                      in_broadcastable=tuple(tuple(v.type.broadcastable) for v in x),
+                      axes=tuple(reduce_op.axes(x[0].ndim)), acc_dtype=acc, out_dtype=out,
+                      element=element, name=str(reduce_op),
+                      empty_message=empty_message(reduce_op, kind,
+                                                  tuple(reduce_op.axes(x[0].ndim))),
+                      fused=True, elemwise_name=elemwise_name, in_compute=tuple(cin),
+                      support=tuple(pre.c_support()))
+    return reduce_kernel(spec)
+
+
+def pre_body(pre, names, in_dtypes, out_dtype):
+    """C statements declaring ``sg_pre`` and computing ``pre`` of ``names``
+    into it, or None when ``pre`` has no C code for these dtypes."""
+    body = pre.c_body(list(names), list(in_dtypes), ["sg_pre"], [out_dtype])
+    if body is None:
+        return None
+    return f"{c_compute_type(out_dtype)} sg_pre; {body} "

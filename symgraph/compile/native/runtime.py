@@ -5,7 +5,6 @@ headers; it is compiled once per Python/NumPy/compiler combination and kept in
 the compile cache like any other library.
 """
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import sysconfig
@@ -19,12 +18,12 @@ RUNTIME_VERSION = 1
 
 
 def _runtime_key():
-    from symgraph.compile.native.compiler import compiler_signature, cpu_signature
+    from symgraph.compile.native.cache import environment_parts, make_key
 
-    parts = [(C_SRC / "runtime.c").read_text(), (C_SRC / "sg_kernel.h").read_text(),
-             sysconfig.get_paths()["include"], np.__version__, compiler_signature(),
-             cpu_signature(), str(RUNTIME_VERSION)]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return make_key(source=(C_SRC / "runtime.c").read_text(),
+                    header=(C_SRC / "sg_kernel.h").read_text(),
+                    python_include=sysconfig.get_paths()["include"], numpy_full=np.__version__,
+                    version=str(RUNTIME_VERSION), **environment_parts())
 
 
 def load_runtime():

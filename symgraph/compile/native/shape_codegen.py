@@ -441,7 +441,7 @@ def reshape_kernel(op, node):
         sg_sh_put_shape(&m, in[0].shape, in[0].ndim);
         sg_sh_put(&m, " (%lld elements) to (", (long long)total);
         for (int64_t i = 0; i < n; i++) sg_sh_put(&m, i ? ", %lld" : "%lld", (long long){entry});
-        sg_sh_put(&m, n == 1 ? ",))" : "))");
+        sg_sh_put(&m, n == 1 ? ",)" : ")");
         return 1;
     }}"""
     run = f"    sg_sh_copy_flat(&out[0], &in[0], {itemsize(node.inputs[0].dtype)});"
@@ -534,10 +534,16 @@ def arange_kernel(op, node):
     {_arith(diff_dt, "diff", stop, start, "-")}
     {_arith(div_dt, "ratio", "diff", step, "/")}
     double len = ceil((double)ratio);
+    /* NumPy: a quotient that underflowed to zero (or divided by infinity) still
+       makes one element when the range is not empty. */
+    if ((double)ratio == 0.0 && diff != 0) len = signbit((double)ratio) ? 0.0 : 1.0;
     if (isnan(len)) SG_FAIL(err, SG_ERR_VALUE, "arange: cannot compute length");
     if (!(len >= -9223372036854775808.0 && len < 9223372036854775808.0))
-        SG_FAIL(err, SG_ERR_VALUE, "arange: overflow while computing length");
-    out_shapes[0] = len > 0 ? (int64_t)len : 0;"""
+        SG_FAIL(err, SG_ERR_VALUE, "Maximum allowed size exceeded");
+    out_shapes[0] = len > 0 ? (int64_t)len : 0;
+    if (out_shapes[0] > INT64_MAX / {itemsize(out_dt)})
+        SG_FAIL(err, SG_ERR_VALUE, "array is too big; `arr.size * arr.dtype.itemsize` is "
+                "larger than the maximum possible size.");"""
     ot = c_type(out_dt)
     ct = "float" if out_dt == "float16" else ot
     if out_dt.startswith("int"):  # wrap around as NumPy's loop does, without C's UB
