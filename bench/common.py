@@ -146,11 +146,13 @@ def fmt_time(seconds):
 
 def fmt_cell(row, column):
     """A cell: the time, and for a peer the ratio symgraph / peer."""
-    value = row.times.get(column)
+    if column not in row.times:
+        return "-" if have(column) else "n/a"    # not measured here / not installed
+    value = row.times[column]
     if row.unit == "text":
         return "" if value is None else str(value)
     if value is None:
-        return "n/a"
+        return "failed"                          # the reason is in the notes
     text = fmt_time(value)
     mine = row.times.get(SUBJECT)
     if column != SUBJECT and mine is not None and value > 0:
@@ -159,7 +161,12 @@ def fmt_cell(row, column):
 
 
 def render(rows, columns=COLUMNS):
-    """The table as Markdown: one line per row, ratio = symgraph time / peer time."""
+    """The table as Markdown: one line per row, ratio = symgraph time / peer time.
+
+    A cell reads "n/a" when the peer is not installed, "-" when this run does
+    not measure it (``--quick``, a workload without that peer) and "failed"
+    when it raised (the notes say why).
+    """
     header = ["workload"] + list(columns)
     lines = [[row.label] + [fmt_cell(row, c) for c in columns] for row in rows]
     widths = [max(len(r[i]) for r in [header] + lines) for i in range(len(header))]
@@ -193,6 +200,9 @@ def jax_setup():
     jax = import_optional("jax")
     if jax is not None:
         jax.config.update("jax_platforms", "cpu")
+        # without x64 JAX silently computes float64 rows in float32; float32 code
+        # is unchanged by it (Python scalars are weakly typed)
+        jax.config.update("jax_enable_x64", True)
     return jax
 
 

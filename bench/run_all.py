@@ -58,6 +58,13 @@ def reexec_env(threads):
     return env
 
 
+def _load():
+    try:
+        return "%.1f %.1f %.1f" % os.getloadavg()
+    except OSError:
+        return "unknown"
+
+
 def describe(ctx):
     """Header lines: machine, versions, BLAS kernels, thread settings."""
     import numpy as np
@@ -72,8 +79,9 @@ def describe(ctx):
             cpu = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    lines.append("machine: %s, %d cores; Python %s" % (cpu, os.cpu_count(),
-                                                       platform.python_version()))
+    lines.append("machine: %s, %d cores; Python %s; load average %s (other work on "
+                 "the machine skews every column alike)" % (
+                     cpu, os.cpu_count(), platform.python_version(), _load()))
     versions = []
     for mod in ("symgraph", "numpy", "pytensor", "numba", "torch", "jax"):
         m = import_optional(mod) if mod in ("symgraph", "numpy") else None
@@ -150,7 +158,8 @@ def main(argv=None):
         print("... %s done in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
     print()
     print("Times are the best of %d interleaved rounds (median of %d batches each); "
-          "(Nx) after a peer time = symgraph time / peer time: below 1 symgraph is faster."
+          "(Nx) after a peer time = symgraph time / peer time: below 1 symgraph is faster; "
+          "'-' not measured in this run, 'n/a' not installed."
           % (ctx.rounds, ctx.repeat))
     print()
     print(render(rows, tuple(c for c in COLUMNS if c in columns)))
@@ -160,7 +169,7 @@ def main(argv=None):
         for note in ctx.notes:
             print("- " + note)
     print()
-    print("total %.0f s" % (time.perf_counter() - start))
+    print("total %.0f s; load average at the end %s" % (time.perf_counter() - start, _load()))
     if args.profile:
         import profile_symgraph
 

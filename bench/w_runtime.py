@@ -27,10 +27,15 @@ def _theano_likes(ctx):
 def _check(ctx, label, name, got, want, rtol):
     """Record (not raise) a wrong result: a benchmark of a wrong answer is void."""
     got = np.asarray(got)
-    if got.shape != np.shape(want) or not np.allclose(got, want, rtol=rtol, atol=rtol):
+    if got.shape != np.shape(want):
+        ctx.notes.append("%s: %s gives shape %s, NumPy %s" % (label, name, got.shape,
+                                                              np.shape(want)))
+    elif got.dtype != np.asarray(want).dtype:
+        ctx.notes.append("%s: %s gives dtype %s, NumPy %s" % (label, name, got.dtype,
+                                                              np.asarray(want).dtype))
+    elif not np.allclose(got, want, rtol=rtol, atol=rtol):
         ctx.notes.append("%s: %s gives a wrong result (max abs error %.3g)"
-                         % (label, name, float(np.max(np.abs(got - want))) if got.shape
-                            == np.shape(want) else float("nan")))
+                         % (label, name, float(np.max(np.abs(got - want)))))
 
 
 def _elementwise(ctx, label, np_fn, theano_build, torch_fn, jax_fn, arrays, rtol=1e-4):

@@ -55,6 +55,14 @@ typedef struct {
     int *output_slots;
     int failed_step;
     int profile;            /* when set, time every step */
+    /* The call path (configure_call): what a Function does around run(). */
+    int call_ready, n_explicit, unpack_single, check_inputs;
+    PyObject *shared_cells;  /* tuple of one-element lists (shared containers) */
+    char *copy_output;       /* per output: copy before returning (it aliases an input) */
+    int n_updates;
+    PyObject **update_cells; /* the shared container each update writes */
+    int *update_outputs;     /* which program output holds the new value */
+    char *update_copy;
     double *step_seconds;
     long *step_calls;
 } Program;
@@ -66,6 +74,8 @@ static double now_seconds(void) {
 }
 
 static PyObject *InputMismatch;   /* raised with the input's position: Python explains */
+
+static int *int_array(PyObject *tuple, int *n_out);
 
 static void describe(PyArrayObject *a, sg_array *d) {
     d->data = PyArray_BYTES(a);
@@ -213,10 +223,16 @@ static int check_input(InputSpec *spec, PyObject *v) {
     return 1;
 }
 
+static PyObject *run_values(Program *p, PyObject *values, int check);
+
 static PyObject *Program_run(Program *p, PyObject *args) {
     PyObject *values;
     int check = 1;
     if (!PyArg_ParseTuple(args, "O!|p", &PyTuple_Type, &values, &check)) return NULL;
+    return run_values(p, values, check);
+}
+
+static PyObject *run_values(Program *p, PyObject *values, int check) {
     if (PyTuple_GET_SIZE(values) != p->n_inputs) {
         PyErr_Format(PyExc_TypeError, "expected %d inputs, got %zd", p->n_inputs,
                      PyTuple_GET_SIZE(values));
@@ -259,6 +275,114 @@ static PyObject *Program_run(Program *p, PyObject *args) {
     }
     clear_slots(p, 1);
     return out;
+}
+
+/* call(args): a Function's whole call for positional arguments, in C.
+ * Shared values are appended, outputs that alias an input are copied, updates
+ * are written to their shared containers after every output is computed.
+ * Raises InputMismatch when the arguments need Python's conversion or
+ * explanation (wrong count, lists, other dtypes). */
+static PyObject *Program_call(Program *p, PyObject *args) {
+    if (!p->call_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_call() was not called");
+        return NULL;
+    }
+    Py_ssize_t n_args = PyTuple_GET_SIZE(args);
+    if (n_args != p->n_explicit) {
+        PyObject *pos = PyLong_FromLong(-1);
+        PyErr_SetObject(InputMismatch, pos);
+        Py_XDECREF(pos);
+        return NULL;
+    }
+    Py_ssize_t n_shared = PyTuple_GET_SIZE(p->shared_cells);
+    PyObject *values = PyTuple_New(n_args + n_shared);
+    if (values == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n_args; i++) {
+        PyObject *v = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(values, i, v);
+    }
+    for (Py_ssize_t i = 0; i < n_shared; i++) {
+        PyObject *v = PyList_GET_ITEM(PyTuple_GET_ITEM(p->shared_cells, i), 0);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(values, n_args + i, v);
+    }
+    PyObject *outs = run_values(p, values, p->check_inputs);
+    Py_DECREF(values);
+    if (outs == NULL) return NULL;
+    int n_user = p->n_outputs - p->n_updates;
+    PyObject *result = p->unpack_single ? NULL : PyList_New(n_user);
+    if (!p->unpack_single && result == NULL) { Py_DECREF(outs); return NULL; }
+    for (int k = 0; k < n_user; k++) {
+        PyObject *v = PyTuple_GET_ITEM(outs, k);
+        if (p->copy_output[k] && PyArray_Check(v)) {
+            v = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+            if (v == NULL) { Py_DECREF(outs); Py_XDECREF(result); return NULL; }
+        } else {
+            Py_INCREF(v);
+        }
+        if (p->unpack_single) result = v;
+        else PyList_SET_ITEM(result, k, v);
+    }
+    for (int u = 0; u < p->n_updates; u++) {
+        PyObject *v = PyTuple_GET_ITEM(outs, p->update_outputs[u]);
+        if (p->update_copy[u] && PyArray_Check(v)) {
+            v = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+            if (v == NULL) { Py_DECREF(outs); Py_XDECREF(result); return NULL; }
+        } else {
+            Py_INCREF(v);
+        }
+        if (PyList_SetItem(p->update_cells[u], 0, v) < 0) {  /* steals v */
+            Py_DECREF(outs); Py_XDECREF(result); return NULL;
+        }
+    }
+    Py_DECREF(outs);
+    return result;
+}
+
+static PyObject *Program_configure_call(Program *p, PyObject *args) {
+    PyObject *shared_cells, *copy_output, *updates;
+    if (!PyArg_ParseTuple(args, "iO!OO!pp", &p->n_explicit, &PyTuple_Type, &shared_cells,
+                          &copy_output, &PyTuple_Type, &updates, &p->unpack_single,
+                          &p->check_inputs))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shared_cells); i++) {
+        PyObject *cell = PyTuple_GET_ITEM(shared_cells, i);
+        if (!PyList_Check(cell) || PyList_GET_SIZE(cell) != 1) {
+            PyErr_SetString(PyExc_TypeError, "shared cells must be one-element lists");
+            return NULL;
+        }
+    }
+    Py_INCREF(shared_cells);
+    Py_XSETREF(p->shared_cells, shared_cells);
+    int n_copy = 0;
+    int *copies = int_array(copy_output, &n_copy);
+    if (copies == NULL) return NULL;
+    PyMem_Free(p->copy_output);
+    p->copy_output = PyMem_Calloc(n_copy > 0 ? n_copy : 1, 1);
+    for (int k = 0; k < n_copy; k++) p->copy_output[k] = (char)copies[k];
+    PyMem_Free(copies);
+    p->n_updates = (int)PyTuple_GET_SIZE(updates);
+    if (p->n_outputs - p->n_updates != n_copy) {
+        PyErr_SetString(PyExc_ValueError, "outputs, copies and updates do not add up");
+        return NULL;
+    }
+    p->update_cells = PyMem_Calloc(p->n_updates > 0 ? p->n_updates : 1, sizeof(PyObject *));
+    p->update_outputs = PyMem_Calloc(p->n_updates > 0 ? p->n_updates : 1, sizeof(int));
+    p->update_copy = PyMem_Calloc(p->n_updates > 0 ? p->n_updates : 1, 1);
+    for (int u = 0; u < p->n_updates; u++) {
+        PyObject *cell;
+        int out_index, copy;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(updates, u), "O!ip", &PyList_Type, &cell,
+                              &out_index, &copy))
+            return NULL;
+        Py_INCREF(cell);
+        p->update_cells[u] = cell;
+        p->update_outputs[u] = out_index;
+        p->update_copy[u] = (char)copy;
+    }
+    p->call_ready = 1;
+    Py_RETURN_NONE;
 }
 
 static PyObject *Program_slot(Program *p, PyObject *args) {
@@ -337,6 +461,12 @@ static void Program_dealloc(Program *p) {
     PyMem_Free(p->output_slots);
     PyMem_Free(p->step_seconds);
     PyMem_Free(p->step_calls);
+    Py_XDECREF(p->shared_cells);
+    PyMem_Free(p->copy_output);
+    for (int u = 0; u < p->n_updates; u++) Py_XDECREF(p->update_cells[u]);
+    PyMem_Free(p->update_cells);
+    PyMem_Free(p->update_outputs);
+    PyMem_Free(p->update_copy);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
 
@@ -443,6 +573,10 @@ static PyMethodDef Program_methods[] = {
     {"run", (PyCFunction)Program_run, METH_VARARGS,
      "run(values, check=True) -> outputs: run the schedule on a tuple of input values."},
     {"slot", (PyCFunction)Program_slot, METH_VARARGS, "slot(i): the value in slot i."},
+    {"call", (PyCFunction)Program_call, METH_VARARGS,
+     "call(*args): a Function's call (see configure_call)."},
+    {"configure_call", (PyCFunction)Program_configure_call, METH_VARARGS,
+     "configure_call(n_explicit, shared_cells, copy_output, updates, unpack_single, check)."},
     {"set_constant", (PyCFunction)Program_set_constant, METH_VARARGS,
      "set_constant(i, value): a value kept in slot i across calls."},
     {"clear", (PyCFunction)Program_clear, METH_NOARGS, "Release every non-constant slot."},

@@ -348,6 +348,7 @@ class Function:
         self.input_cells = [storage[v] for v in fgraph.inputs[:len(maker.in_specs)]]
         self.output_cells = [storage[v] for v in fgraph.outputs]
         self._shared_cells = [s.container.storage for s in maker.shared_inputs]
+        self._fast = None
         if native is not None:
             from symgraph.compile.native.runtime import load_runtime
 
@@ -361,12 +362,32 @@ class Function:
         self._updates = [(maker.shared_inputs[i - len(maker.in_specs)].container.storage,
                           self.output_cells[o], fgraph.inputs[i].type)
                          for i, o in maker.update_index.items()]
-        self._update_copy = [self._aliases_input(fgraph.outputs[o])
-                             for _, o in maker.update_index.items()]
+        # An update written in place into its own shared variable's buffer
+        # (inplace phase) needs no copy; one aliasing any other input does.
+        self._update_copy = [self._aliases_input(fgraph.outputs[o], own=fgraph.inputs[i])
+                             for i, o in maker.update_index.items()]
+        if native is not None and self.profile is None and \
+                not isinstance(maker.mode, DebugMode):
+            self._configure_fast_path()
 
-    def _aliases_input(self, var):
+    def _configure_fast_path(self):
+        """Positional calls go straight into the runtime (no Python per call)."""
+        maker = self.maker
+        n_in = len(maker.in_specs)
+        updates = tuple((maker.shared_inputs[i - n_in].container.storage, o, bool(copy_it))
+                        for (i, o), copy_it in zip(maker.update_index.items(),
+                                                   self._update_copy))
+        program = self.native.program
+        program.configure_call(n_in, tuple(self._shared_cells),
+                               tuple(int(c) for c in self._copy_output), updates,
+                               bool(maker.unpack_single), not self.trust_input)
+        self._fast = program.call
+
+    def _aliases_input(self, var, own=None):
         handler = self.maker.fgraph.get_feature(DestroyHandler)
         root = handler.view_root(var)
+        if own is not None and root is own:
+            return False
         return root in self.maker.fgraph.inputs or isinstance(root, Constant)
 
     def _outputs_needing_copy(self):
@@ -382,6 +403,13 @@ class Function:
     reference = None
 
     def __call__(self, *args, **kwargs):
+        if self._fast is not None and not kwargs:
+            try:
+                return self._fast(*args)
+            except self._input_mismatch:
+                pass  # Python converts the arguments, or explains what is wrong
+            except Exception as exc:
+                self._explain_failure(exc)
         if self.native is not None:
             return self._call_native(args, kwargs)
         values = self._bind(args, kwargs)
@@ -454,12 +482,16 @@ class Function:
         except self._input_mismatch:
             return None
         except Exception as exc:
-            node = self.native.failed_node()
-            if node is None:
-                raise
-            inputs = self.native.node_input_values(node)
-            program.clear()
-            reraise_with_node(node, inputs, exc)
+            self._explain_failure(exc)
+
+    def _explain_failure(self, exc):
+        """Raise ``exc`` again naming the node that failed and the user's line."""
+        node = self.native.failed_node()
+        if node is None:
+            raise exc
+        inputs = self.native.node_input_values(node)
+        self.native.program.clear()
+        reraise_with_node(node, inputs, exc)
 
     def _compare_with_reference(self, got, expected):
         fg = self.maker.fgraph

@@ -248,6 +248,16 @@ class BatchedDot(Op):
                 batch.append(constant(1, dtype="int64"))
         return [tuple(batch) + tuple(xs[nb:-1]) + tuple(ys[nb + 1:])]
 
+    def c_kernel(self, node):
+        """Native code for float32/float64: a BLAS call per batch entry."""
+        from symgraph.compile.native.blas_codegen import batched_dot_kernel
+
+        x, y = node.inputs
+        if not x.dtype == y.dtype == node.outputs[0].dtype:
+            return None
+        return batched_dot_kernel(x.dtype, self.nbatch, x.ndim, y.ndim,
+                                  x.type.broadcastable, y.type.broadcastable)
+
     def grad(self, inputs, output_grads):
         x, y = inputs
         (gz,) = output_grads

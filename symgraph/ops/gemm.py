@@ -30,8 +30,19 @@ def _merge_static(*sizes):
     return None
 
 
-def _shape_str(arrays):
-    return " and ".join(str(a.shape) for a in arrays)
+def _check_aligned(op, left, right, names):
+    """The same ValueError as the native kernel when the inner dimensions differ."""
+    if left.shape[1] != right.shape[0]:
+        raise ValueError(f"{op}: shapes {left.shape} and {right.shape} of {names} are not "
+                         f"aligned ({left.shape[1]} != {right.shape[0]})")
+
+
+def _check_z(op, z, expected, what):
+    """The same ValueError as the native kernel when z does not have the result's shape."""
+    for d, size in enumerate(expected):
+        if z.shape[d] != size:
+            raise ValueError(f"{op}: z has shape {z.shape}, but {what} has {size} in "
+                             f"dimension {d}")
 
 
 class _BlasUpdate(Op):
@@ -81,9 +92,10 @@ class Gemm(_BlasUpdate):
 
     def perform(self, node, inputs, output_storage):
         z, a, x, y, b = inputs
-        if x.shape[1] != y.shape[0] or z.shape != (x.shape[0], y.shape[1]):
-            raise ValueError(f"{self}: shapes of z, x, y do not fit: {_shape_str([z, x, y])}")
-        out = z * b + a * np.dot(x, y)
+        _check_aligned(self, x, y, "x and y")
+        _check_z(self, z, (x.shape[0], y.shape[1]), "dot(x, y)")
+        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
+            out = z * b + a * np.dot(x, y)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -103,9 +115,10 @@ class Gemv(_BlasUpdate):
 
     def perform(self, node, inputs, output_storage):
         z, a, A, x, b = inputs
-        if A.shape[1] != x.shape[0] or z.shape != (A.shape[0],):
-            raise ValueError(f"{self}: shapes of z, A, x do not fit: {_shape_str([z, A, x])}")
-        out = z * b + a * np.dot(A, x)
+        _check_aligned(self, A, x, "A and x")
+        _check_z(self, z, (A.shape[0],), "dot(A, x)")
+        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
+            out = z * b + a * np.dot(A, x)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -126,9 +139,9 @@ class Ger(_BlasUpdate):
 
     def perform(self, node, inputs, output_storage):
         z, a, x, y = inputs
-        if z.shape != (x.shape[0], y.shape[0]):
-            raise ValueError(f"{self}: shapes of z, x, y do not fit: {_shape_str([z, x, y])}")
-        out = z + a * np.outer(x, y)
+        _check_z(self, z, (x.shape[0], y.shape[0]), "outer(x, y)")
+        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
+            out = z + a * np.outer(x, y)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):

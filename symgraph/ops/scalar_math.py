@@ -50,7 +50,8 @@ static inline T sg_softplus##S(T x) { \
 static inline T sg_log1mexp##S(T x) { \
     T a = log##S(-expm1##S(x)), b = log1p##S(-exp##S(x)); \
     return x > (T)-0.6931471805599453 ? a : b; } \
-static inline T sg_lgamma##S(T x) { int sign; return lgamma##S##_r(x, &sign); }
+static inline T sg_lgamma##S(T x) { /* scipy's gammaln(-inf) is -inf */ \
+    int sign; return isinf(x) && x < 0 ? x : lgamma##S##_r(x, &sign); }
 SG_DEF_MATH(float, f) SG_DEF_MATH(double, )
 """
 
@@ -527,14 +528,16 @@ class Angle(UnaryScalarOp):
     """The argument of complex x, in [-pi, pi] (0 or pi for real x)."""
 
     def c_input_dtypes(self, x):
-        # np.angle(real x) is arctan2(0, x): ints are computed in float64.
-        return [x if c_kind(x) == "f" else "float64"]
+        # np.angle(real x) is arctan2(0, x), computed in NumPy's smallest
+        # float loop that holds x: int8 and bool in float16, int32 in float64.
+        return [str(np.promote_types(x, "float16"))]
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
         dtype = in_dtypes[0]
         if c_kind(dtype) != "f":
             return None
-        return f"{c_fn('atan2', dtype)}({c_lit(0, dtype)}, {inputs[0]})"
+        text = f"{c_fn('atan2', dtype)}({c_lit(0, dtype)}, {inputs[0]})"
+        return f"((float)(_Float16)({text}))" if dtype == "float16" else text
 
     def output_dtypes(self, *dtypes):
         return [complex_to_real_out(float_out(*dtypes))]

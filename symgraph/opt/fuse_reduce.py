@@ -112,14 +112,16 @@ def _has_c(scalar_op, dtypes):
         return False
 
 
-def _is_fusable_elemwise(fgraph, var, consumer):
-    """True when ``var`` comes from a single-output Elemwise with C code that
-    only ``consumer`` uses (the element-wise fusion would absorb it)."""
+def _will_be_fused_into(fgraph, var, consumer):
+    """True when element-wise fusion (``opt.fusion``, same phase) would merge
+    ``var``'s producer into ``consumer``: an Elemwise with C code, the same
+    output pattern, and ``consumer`` its only client."""
+    from symgraph.opt.fusion import is_fusable
+
     node = var.owner
-    return (node is not None and isinstance(node.op, Elemwise)
-            and not node.op.inplace_pattern and len(node.outputs) == 1
-            and [c for c, _ in fgraph.clients.get(var, [])] == [consumer]
-            and _has_c(node.op.scalar_op, [str(i.dtype) for i in node.inputs]))
+    return (node is not None and is_fusable(node) and len(node.outputs) == 1
+            and node.outputs[0].type.broadcastable == consumer.outputs[0].type.broadcastable
+            and [c for c, _ in fgraph.clients.get(var, [])] == [consumer])
 
 
 @node_rewriter(list(FUSABLE))
@@ -139,7 +141,7 @@ def local_reduce_of_elemwise(fgraph, node):
         return None
     # Element-wise fusion (same phase) merges the producer's own element-wise
     # inputs into it first; fusing now would strand them as a temporary.
-    if any(_is_fusable_elemwise(fgraph, i, producer) for i in producer.inputs):
+    if any(_will_be_fused_into(fgraph, i, producer) for i in producer.inputs):
         return None
     fused = ReduceOfElemwise(node.op, producer.op.scalar_op)
     return [fused.make_node(*producer.inputs).outputs[0]]

@@ -17,7 +17,7 @@ module proposes candidates, applies them with a History checkpoint, calls
 mirror the handler's rules come first, so that almost every proposal passes:
 validating walks the whole graph.
 
-Proposals are applied in batches (at most one new in-place output per node,
+Proposals are applied in batches (one per node, all its outputs at once,
 validated once per batch); a batch that fails is split in halves until the
 offending proposal is found alone and rejected, so the usual cost is a few
 validations per graph rather than one per node.
@@ -35,7 +35,6 @@ prop; adding it is a third entry in ``_BUILDERS`` below.
 
 import weakref
 
-from symgraph.config import config
 from symgraph.graph.basic import Constant
 from symgraph.graph.fg import Feature, History, InconsistencyError
 from symgraph.opt.registry import register
@@ -47,32 +46,25 @@ from symgraph.opt.rewriter import graph_rewriter
 
 
 def _elemwise_candidates(node):
-    """(output, input) pairs an Elemwise node could make in place, untried."""
+    """For each output, the inputs it could overwrite; None when the node is
+    not eligible.  Every output must get one: the native kernel ABI has one
+    kind per node (INPLACE means output k is the array of input k's choice),
+    so a node is made in place all at once or not at all."""
     from symgraph.ops.elemwise import Elemwise
 
     op = node.op
-    if not isinstance(op, Elemwise) or _elemwise_with(op, {}) is None:
-        return []
-    done = dict(op.inplace_pattern)
-    taken = set(done.values())
-    pairs = []
-    for o, out in enumerate(node.outputs):
-        if o in done:
-            continue
-        for i, inp in enumerate(node.inputs):
-            # Same dtype and static shape: an input that broadcasts (or whose
-            # static shape says less than the output's) cannot hold the result.
-            if i not in taken and inp.type == out.type:
-                pairs.append((o, i))
-    return pairs
+    if not isinstance(op, Elemwise) or op.inplace_pattern or _elemwise_with(op, {}) is None:
+        return None
+    # Same dtype and static shape: an input that broadcasts (or whose static
+    # shape says less than the output's) cannot hold the result.
+    return [(o, [i for i, inp in enumerate(node.inputs) if inp.type == out.type])
+            for o, out in enumerate(node.outputs)]
 
 
-def _elemwise_with(op, extra):
-    """``op`` with ``extra`` {output: input} added to its inplace_pattern."""
+def _elemwise_with(op, pattern):
+    """``op`` with ``pattern`` {output: input} as its inplace_pattern."""
     from symgraph.ops.elemwise import Elemwise
 
-    pattern = dict(op.inplace_pattern)
-    pattern.update(extra)
     maker = getattr(op, "with_inplace_pattern", None)
     if maker is not None:  # a subclass that knows how to copy itself
         return maker(pattern)
@@ -81,8 +73,8 @@ def _elemwise_with(op, extra):
     return Elemwise(op.scalar_op, inplace_pattern=pattern, name=op.name)
 
 
-def _elemwise_build(node, o, i):
-    return _elemwise_with(node.op, {o: i})(*node.inputs)
+def _elemwise_build(node, pattern):
+    return _elemwise_with(node.op, pattern)(*node.inputs)
 
 
 def _incsubtensor_candidates(node):
@@ -90,16 +82,17 @@ def _incsubtensor_candidates(node):
     from symgraph.ops.subtensor import IncSubtensor
 
     if type(node.op) not in (IncSubtensor, AdvancedIncSubtensor) or node.op.inplace:
-        return []
-    return [(0, 0)]
+        return None
+    return [(0, [0])]
 
 
-def _incsubtensor_build(node, o, i):
+def _incsubtensor_build(node, pattern):
     op = node.op
     return type(op)(op.idx_list, op.set_instead_of_inc, inplace=True)(*node.inputs)
 
 
-# name -> (candidates(node) -> [(out, in)], build(node, out, in) -> new outputs)
+# name -> (candidates(node) -> [(output, [inputs it could overwrite])] or None,
+#          build(node, {output: input}) -> the new node's outputs)
 _BUILDERS = {
     "inplace_elemwise": (_elemwise_candidates, _elemwise_build),
     "inplace_incsubtensor": (_incsubtensor_candidates, _incsubtensor_build),
@@ -165,35 +158,34 @@ class _PassState:
                 for k in ins:
                     self.claimed |= _roots(node.inputs[k])
 
-    def allows(self, node, i):
-        """Whether overwriting ``node.inputs[i]`` passes the handler's rules
-        that are cheap to check; claims the root when it does."""
+    def root_to_overwrite(self, node, i):
+        """The root ``node.inputs[i]`` aliases when overwriting it passes the
+        destroy handler's rules that are cheap to check, else None."""
         fgraph = self.fgraph
         var = node.inputs[i]
         if isinstance(var, Constant):
-            return False
+            return None
         roots = _roots(var)
         if len(roots) != 1:
-            return False
+            return None
         (root,) = roots
         if isinstance(root, Constant) or root in self.claimed:
-            return False
+            return None
         if root.owner is None and root not in self.handler.destroyable_inputs:
-            return False
+            return None
         views = _views(fgraph, root)
         readers = set()
         for view in views:
             for client, _ in fgraph.clients.get(view, ()):
                 if client == "output":
-                    return False  # the caller gets this value: it must survive
+                    return None  # the caller gets this value: it must survive
                 if client is not node:
                     readers.add(client)
         if sum(1 for v in node.inputs if v in views) > 1:
-            return False  # the node reads that memory through another input too
+            return None  # the node reads that memory through another input too
         if readers and self._reaches(node, readers):
-            return False  # a reader needs the old value and this node's result
-        self.claimed.add(root)
-        return True
+            return None  # a reader needs the old value and this node's result
+        return root
 
     def _reaches(self, node, targets):
         """Whether a node of ``targets`` depends on ``node`` (a forward walk
@@ -212,11 +204,19 @@ class _PassState:
                     stack.extend(client.outputs)
         return False
 
-    def priority(self, node, i):
-        """Sort key: inputs that only this node reads first (no ordering to add)."""
+    def priority(self, node, o, i):
+        """Sort key for overwriting ``node.inputs[i]`` with output ``o``: first
+        the shared variable that this output updates (its buffer stays the
+        shared value), then inputs that only this node reads (no ordering to
+        add)."""
+        fgraph = self.fgraph
         var = node.inputs[i]
-        others = sum(1 for c, _ in self.fgraph.clients.get(var, ()) if c is not node)
-        return (others, i)
+        own = False
+        for client, k in fgraph.clients.get(node.outputs[o], ()):
+            if client == "output" and k in fgraph.update_mapping:
+                own = own or fgraph.inputs[fgraph.update_mapping[k]] is var
+        others = sum(1 for c, _ in fgraph.clients.get(var, ()) if c is not node)
+        return (not own, others, i)
 
 
 # ---------------------------------------------------------------------------
@@ -238,13 +238,13 @@ def _history(fgraph):
 
 
 def _apply(fgraph, batch, build, name, verbose):
-    """Make every proposal of ``batch`` in place, then validate once; revert
-    everything and return False when the destroy handler refuses."""
+    """Make every proposal ``(node, pattern)`` of ``batch``, then validate
+    once; revert everything and return False when the destroy handler refuses."""
     history = _history(fgraph)
     checkpoint = history.checkpoint()
     try:
-        for node, o, i in batch:
-            new_outputs = build(node, o, i)
+        for node, pattern in batch:
+            new_outputs = build(node, pattern)
             if not isinstance(new_outputs, (list, tuple)):
                 new_outputs = [new_outputs]
             if verbose:
@@ -261,15 +261,16 @@ def _apply(fgraph, batch, build, name, verbose):
 
 
 def _apply_bisecting(fgraph, batch, build, name, verbose, rejected):
-    """Apply as much of ``batch`` as validates; record the proposals that fail
-    on their own in ``rejected``.  Returns the number applied."""
+    """Apply as much of ``batch`` as validates; record the (node, output,
+    input) choices of proposals that fail on their own in ``rejected``.
+    Returns the number applied."""
     if not batch:
         return 0
     if _apply(fgraph, batch, build, name, verbose):
         return len(batch)
     if len(batch) == 1:
-        node, o, i = batch[0]
-        rejected.add((node, o, i))
+        node, pattern = batch[0]
+        rejected.update((node, o, i) for o, i in pattern.items())
         return 0
     mid = len(batch) // 2
     return (_apply_bisecting(fgraph, batch[:mid], build, name, verbose, rejected)
@@ -277,19 +278,30 @@ def _apply_bisecting(fgraph, batch, build, name, verbose, rejected):
 
 
 def _proposals(fgraph, candidates, rejected):
-    """One round's batch: for each node (topological order), its best
-    proposal that passes the cheap checks."""
+    """One round's batch: for each eligible node (topological order), a
+    pattern {output: input} whose every choice passes the cheap checks."""
     state = _PassState(fgraph)
     batch = []
     for node in state.order:
-        pairs = [(o, i) for o, i in candidates(node) if (node, o, i) not in rejected]
-        if not pairs:
+        choices = candidates(node)
+        if not choices:
             continue
-        pairs.sort(key=lambda p: (p[0],) + state.priority(node, p[1]))
-        for o, i in pairs:
-            if state.allows(node, i):
-                batch.append((node, o, i))
-                break
+        pattern, roots = {}, set()
+        for o, inputs in choices:
+            ranked = sorted((i for i in inputs if (node, o, i) not in rejected and
+                             i not in pattern.values()),
+                            key=lambda i, o=o: state.priority(node, o, i))
+            for i in ranked:
+                root = state.root_to_overwrite(node, i)
+                if root is not None and root not in roots:
+                    pattern[o] = i
+                    roots.add(root)
+                    break
+            else:
+                break  # this output has nothing to overwrite: leave the node alone
+        if len(pattern) == len(choices):
+            state.claimed |= roots
+            batch.append((node, pattern))
     return batch
 
 
@@ -301,27 +313,25 @@ def _run(fgraph, name, verbose):
     candidates, build = _BUILDERS[name]
     rejected = _REJECTED.setdefault(fgraph, set())
     total = 0
-    while True:  # each round adds at most one in-place output per node
+    while True:
+        # Every proposal ends applied (the node is done) or rejected (its
+        # choices are not proposed again), so the rounds end.
         batch = _proposals(fgraph, candidates, rejected)
         if not batch:
             return total
-        applied = _apply_bisecting(fgraph, batch, build, name, verbose, rejected)
-        total += applied
-        if not applied and all(p in rejected for p in batch):
-            # Everything failed alone; the next round proposes other inputs.
-            continue
+        total += _apply_bisecting(fgraph, batch, build, name, verbose, rejected)
 
 
 @graph_rewriter(name="inplace_elemwise")
 def inplace_elemwise(fgraph, verbose=False):
     """Let element-wise nodes write their result into an input's buffer."""
-    return _run(fgraph, "inplace_elemwise", verbose or config.optimizer_verbose)
+    return _run(fgraph, "inplace_elemwise", verbose)
 
 
 @graph_rewriter(name="inplace_incsubtensor")
 def inplace_incsubtensor(fgraph, verbose=False):
     """Let (Advanced)IncSubtensor update ``x`` itself instead of a copy."""
-    return _run(fgraph, "inplace_incsubtensor", verbose or config.optimizer_verbose)
+    return _run(fgraph, "inplace_incsubtensor", verbose)
 
 
 register(inplace_elemwise, "fast_run", "inplace", phase="inplace")

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import symgraph.tensor as T  # noqa: E402
 from kernel_harness import (KernelError, SgArray, SgError, _describe,  # noqa: E402
                             compile_kernel, run_kernel, run_python)
-from symgraph.compile.native import blas_codegen  # noqa: E402
+from symgraph.compile.native import blas_support  # noqa: E402
 from symgraph.compile.native.kernel import CKernel  # noqa: E402
 from symgraph.ops.blas import Dot  # noqa: E402
 from symgraph.ops.gemm import Gemm, Gemv, Ger  # noqa: E402
@@ -64,10 +64,16 @@ def _layout(array, how):
     raise ValueError(how)
 
 
+def _other(layout):
+    """Another layout than ``layout`` (so that operands of one call differ)."""
+    return LAYOUTS[(LAYOUTS.index(layout) + 1) % len(LAYOUTS)]
+
+
 def _var(dtype, ndim):
     return T.tensor(dtype, shape=(None,) * ndim)
 
 
+LAYOUTS = ["c", "f", "strided", "negative"]
 RANKS = {"mm": ((3, 4), (4, 5)), "mv": ((3, 4), (4,)), "vm": ((4,), (4, 5)), "vv": ((4,), (4,))}
 
 
@@ -140,6 +146,7 @@ def test_dot_integer_overflow_wraps_as_numpy():
     _check(node, [np.full(5, 100, "int8"), np.full(5, 120, "int8")])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_dot_special_values(dtype):
     node = Dot()(_var(dtype, 2), _var(dtype, 2)).owner
@@ -157,8 +164,8 @@ def test_dot_bigger_than_blocking():
 
 
 def test_dot_complex_has_no_kernel():
-    assert Dot()(_var("complex128", 2), _var("complex128", 2)).owner.op.c_kernel(
-        Dot()(_var("complex128", 2), _var("complex128", 2)).owner) is None
+    node = Dot()(_var("complex128", 2), _var("complex128", 2)).owner
+    assert node.op.c_kernel(node) is None
 
 
 @pytest.mark.parametrize("ranks", sorted(RANKS))
@@ -218,8 +225,8 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return 0;
 }}
 """
-    return CKernel(source=source, support=blas_codegen._typed_support(T),
-                   symbols=blas_codegen._symbols(T))
+    return CKernel(source=source, support=blas_support.typed_support(T),
+                   symbols=blas_support.blas_symbols(T))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -242,8 +249,7 @@ def test_transposed_contiguous_operands_are_not_copied(dtype):
     assert prep(a[::-1])[:2] == (0, ord("N"))         # negative strides: copied
     assert prep(np.broadcast_to(np.zeros(7, dtype), (5, 7)))[0] == 0
     assert prep(np.zeros((1, 7), dtype)) == (1, ord("N"), 7)
-    assert prep(np.zeros((5, 1), dtype)[::-1]) == (1, ord("T"), 5) or \
-        prep(np.zeros((5, 1), dtype)[::-1])[0] == 0
+    assert prep(np.zeros((5, 1), dtype)[::-1]) == (0, ord("N"), 1)
 
 
 def test_unset_blas_pointer_is_a_runtime_error():
@@ -282,7 +288,6 @@ def _ger_node(dtype):
 
 
 UPDATE_DTYPES = ["float32", "float64", "int32", "int64"]
-LAYOUTS = ["c", "f", "strided", "negative"]
 
 
 @pytest.mark.parametrize("dtype", UPDATE_DTYPES)
@@ -293,7 +298,7 @@ def test_gemm(dtype, layout, m, k, n):
     z, x, y = _values((m, n), dtype), _values((m, k), dtype), _values((k, n), dtype)
     for a, b in ((2, 3), (1, 1), (-1, 0)):
         _check(node, [_layout(z, layout), _scalar(a, dtype), _layout(x, layout),
-                      _layout(y, layout[::-1] if layout != "f" else "c"), _scalar(b, dtype)])
+                      _layout(y, _other(layout)), _scalar(b, dtype)])
 
 
 @pytest.mark.parametrize("dtype", UPDATE_DTYPES)
@@ -347,7 +352,7 @@ def test_update_kernels_check_shapes():
         run_kernel(_gemm_node("float64"), [np.ones((2, 2)), _scalar(1, "float64"), x, x,
                                            _scalar(1, "float64")])
     with pytest.raises(KernelError, match="z has shape"):
-        run_kernel(_gemm_node("float64"), [np.ones((2, 2)), _scalar(1, "float64"), x, x.T,
+        run_kernel(_gemm_node("float64"), [np.ones((3, 2)), _scalar(1, "float64"), x, x.T,
                                            _scalar(1, "float64")])
     with pytest.raises(KernelError, match="z has shape"):
         run_kernel(_gemv_node("int32"), [np.ones(3, "int32"), _scalar(1, "int32"),
@@ -379,3 +384,45 @@ def test_updates_into_other_output_layouts(layout, maker):
     out = _layout(np.full(expected.shape, 7.0), layout)
     _run_into(node, inputs, out)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+# -- BatchedDot -----------------------------------------------------------------------------
+
+BATCHED = {   # nbatch, x shape, y shape, x static shape, y static shape
+    "mm": (1, (3, 2, 4), (3, 4, 5), (None,) * 3, (None,) * 3),
+    "mv": (1, (3, 2, 4), (3, 4), (None,) * 3, (None,) * 2),
+    "vm": (1, (3, 4), (3, 4, 5), (None,) * 2, (None,) * 3),
+    "vv": (1, (3, 4), (3, 4), (None,) * 2, (None,) * 2),
+    "broadcast x": (1, (1, 2, 4), (3, 4, 5), (1, None, None), (None,) * 3),
+    "broadcast y": (2, (2, 3, 2, 4), (2, 1, 4), (None,) * 4, (None, 1, None)),
+    "both broadcast": (1, (1, 2, 4), (1, 4, 5), (1, None, None), (1, None, None)),
+    "empty batch": (1, (0, 2, 4), (0, 4, 5), (None,) * 3, (None,) * 3),
+    "empty core": (1, (3, 2, 0), (3, 0, 5), (None,) * 3, (None,) * 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BATCHED))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["c", "strided", "negative", "f"])
+def test_batched_dot(case, dtype, layout):
+    from symgraph.ops.blas import BatchedDot
+
+    nbatch, xs, ys, xstatic, ystatic = BATCHED[case]
+    x, y = T.tensor(dtype, shape=xstatic), T.tensor(dtype, shape=ystatic)
+    node = BatchedDot(nbatch)(x, y).owner
+    _check(node, [_layout(_values(xs, dtype), layout), _layout(_values(ys, dtype), layout)])
+
+
+def test_batched_dot_other_dtypes_run_in_python():
+    from symgraph.ops.blas import BatchedDot
+
+    node = BatchedDot(1)(_var("int32", 3), _var("int32", 3)).owner
+    assert node.op.c_kernel(node) is None
+
+
+def test_batched_dot_batch_mismatch_is_a_value_error():
+    from symgraph.ops.blas import BatchedDot
+
+    node = BatchedDot(1)(_var("float64", 3), _var("float64", 3)).owner
+    with pytest.raises(KernelError, match="batch dimension 0"):
+        run_kernel(node, [np.ones((2, 2, 3)), np.ones((3, 3, 2))])

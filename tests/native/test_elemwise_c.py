@@ -147,13 +147,12 @@ def check_same(c_outs, py_outs, dtypes):
 # ---------------------------------------------------------------------------
 # Every scalar op over dtypes
 
-ALL = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint64", "bool"]
+ALL = ["float16", "float32", "float64", "int8", "int64", "uint64", "bool"]
 NUM = [d for d in ALL if d != "bool"]
 FLOATS = ["float16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-FLOAT_OUT = FLOATS + ["int8", "int32", "bool"]   # float results from these
-MIXED = [("int32", "float32"), ("int8", "uint8"), ("bool", "float16"), ("uint64", "int8"),
-         ("float32", "float64")]
+FLOAT_OUT = FLOATS + ["int8"]   # float results from these (int8 -> float32)
+MIXED = [("int32", "float32"), ("int8", "uint8"), ("uint64", "int8")]
 
 
 def _nonneg_exponent(cols):
@@ -165,6 +164,10 @@ def _nonneg_exponent(cols):
 def _finite_moderate(cols):
     # float -> int casts of NaN, Inf or out-of-range values are undefined in C
     return [np.where(np.isfinite(c) & (np.abs(c) < 100), c, 1).astype(c.dtype) for c in cols]
+
+
+def _finite_positive(cols):
+    return [np.abs(c) for c in _finite_moderate(cols)]
 
 
 UNARY_FLOAT = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "log1mexp", "sigmoid",
@@ -228,8 +231,9 @@ for _d in ["int8", "int64", "uint8", "uint32", "bool"]:
     _case("invert", (_d,), _fn_build("invert"))
 for _src in ALL:
     for _dst in ALL:
-        _domain = _finite_moderate if _src.startswith("float") and not _dst.startswith("float") \
-            else None
+        _domain = None
+        if _src.startswith("float") and not _dst.startswith("float"):
+            _domain = _finite_positive if _dst.startswith("uint") else _finite_moderate
         _case(f"cast_to_{_dst}", (_src,), lambda x, _dst=_dst: T.cast(x, _dst)
               if x.dtype != _dst else Elemwise(sb.Cast(_dst))(x), _domain)
 
@@ -284,11 +288,11 @@ def test_float32_is_computed_in_float():
 
 
 def test_int_pow_negative_exponent_is_an_error(library):
-    node = _NODES["pow-int32-int32"]
+    node = _NODES["pow-int64-int64"]
     with pytest.raises(ValueError, match="negative integer powers"):
-        run_python(node, [np.array([2, 3], "int32"), np.array([1, -1], "int32")])
+        run_python(node, [np.array([2, 3]), np.array([1, -1])])
     with pytest.raises(KernelError, match="negative integer powers"):
-        library.run(node, [np.array([2, 3], "int32"), np.array([1, -1], "int32")])
+        library.run(node, [np.array([2, 3]), np.array([1, -1])])
 
 
 def test_signed_zero_results(library):
@@ -360,8 +364,8 @@ def test_non_contiguous_and_negative_strides(shape_library, rng):
             if a.shape == b.shape:
                 _check(shape_library, SHAPE_NODES["mat_mat"], [a, b])
     cube = rng.normal(size=(4, 5, 6))
-    _check(shape_library, SHAPE_NODES["tensor3"], [cube.transpose(2, 0, 1), cube[::-1, ::2].
-                                                   transpose(2, 1, 0)[:, :3, :4]])
+    other = rng.normal(size=(5, 8, 6))[::-1, ::2].transpose(2, 1, 0)
+    _check(shape_library, SHAPE_NODES["tensor3"], [cube.transpose(2, 0, 1), other])
     _check(shape_library, SHAPE_NODES["tensor3"], [cube, cube[::-1, :, ::-1]])
     _check(shape_library, SHAPE_NODES["mat_row"], [base[::-1], base[:1, ::-1]])
 

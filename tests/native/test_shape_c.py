@@ -37,14 +37,17 @@ def data(shape, dtype, seed=0):
 def layouts(arr):
     """``arr`` as C-contiguous, Fortran, negative-stride and gapped (step 2) arrays
     holding the same values."""
+    arr = np.asarray(arr)
+    if arr.ndim == 0:  # (ascontiguousarray would make it 1-d)
+        yield arr
+        return
     yield np.ascontiguousarray(arr)
     yield np.asfortranarray(arr)
     flipped = np.flip(arr).copy()
     yield np.flip(flipped)
-    if arr.ndim:
-        big = np.zeros(arr.shape[:-1] + (2 * arr.shape[-1],), dtype=arr.dtype)
-        big[..., ::2] = arr
-        yield big[..., ::2]
+    big = np.zeros(arr.shape[:-1] + (2 * arr.shape[-1],), dtype=arr.dtype)
+    big[..., ::2] = arr
+    yield big[..., ::2]
 
 
 def inside(out, base):

@@ -1,39 +1,23 @@
-"""Native code for the BLAS ops: Dot, Gemm, Gemv and Ger.
+"""Native code for the BLAS ops: Dot, BatchedDot, Gemm, Gemv and Ger.
 
-The BLAS is the one SciPy ships: ``scipy.linalg.cython_blas`` exports its
-Fortran-interface functions as PyCapsules in ``__pyx_capi__``.  A kernel
-declares a global function pointer per BLAS routine it may call
-(``sg_blas_dgemm`` ...) in its support code and lists it in
-``CKernel.symbols`` with a function returning the routine's address; the
-linker sets the pointers after loading the library.  So no system BLAS and
-no link flags are needed.
-
-The BLAS is column-major: a row-major product C = A . B is computed as the
-column-major C^T = B^T . A^T, which reads every operand in place when it is
-C-contiguous along its rows (trans 'N') or along its columns (a transposed
-contiguous array, trans 'T').  Other layouts (negative, zero or odd strides)
-are copied into a contiguous workspace first.
-
-Special values follow NumPy, not BLAS: BLAS skips ``alpha * (A . B)`` when
-alpha is 0 or the inner dimension is 0, where NumPy's ``alpha * dot(a, b)``
-still turns an Inf or NaN into NaN; those cases are computed explicitly.
-
+Floats call SciPy's BLAS through the helpers of ``blas_support`` (which
+read transposed contiguous operands in place and copy other layouts).
 float16 is computed in float32 (converted into a workspace, sgemm, converted
 back); operands of another dtype than the result are converted the same
 way.  Integer and bool products are plain loops (i-k-j order) in unsigned
-arithmetic, which wraps as NumPy's integer dot does.
+arithmetic, which wraps as NumPy's integer dot does.  Complex: no native
+code (None).
 """
 
-import ctypes
-import functools
-
+from symgraph.compile.native.blas_support import (
+    BLAS_PREFIX, blas_available, blas_symbols, cname, common_support, load_support,
+    store_support, typed_support)
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
 #: Bump when the generated code changes in a way its text would not show.
 VERSION = 1
 
-_BLAS_PREFIX = {"float": "s", "double": "d"}
 _FLOAT_COMPUTE = {"float16": "float", "float32": "float", "float64": "double"}
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 # Integer products are accumulated in unsigned types, whose overflow wraps
@@ -43,334 +27,6 @@ _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "
 _UNSIGNED = {"int8": "uint32_t", "int16": "uint32_t", "int32": "uint32_t",
              "int64": "uint64_t", "uint8": "uint32_t", "uint16": "uint32_t",
              "uint32": "uint32_t", "uint64": "uint64_t", "bool": "uint8_t"}
-
-
-# -- the BLAS function pointers ---------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def blas_address(name):
-    """The address of SciPy's BLAS routine ``name`` (e.g. ``'dgemm'``) as an int."""
-    from scipy.linalg import cython_blas
-
-    capsule = cython_blas.__pyx_capi__[name]
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = ctypes.c_void_p
-    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    address = get_pointer(capsule, get_name(capsule))
-    if not address:
-        raise RuntimeError(f"scipy.linalg.cython_blas: no address for {name}")
-    return address
-
-
-@functools.lru_cache(maxsize=None)
-def blas_available():
-    """True when SciPy's BLAS can be found (else BLAS kernels are not generated)."""
-    try:
-        blas_address("dgemm")
-    except Exception:  # noqa: BLE001 - any failure means no native BLAS
-        return False
-    return True
-
-
-# One function object per routine, so that equal kernels compare equal.
-_ADDRESS_FNS = {name: functools.partial(blas_address, name)
-                for p in "sd" for name in (p + "gemm", p + "gemv", p + "dot", p + "ger")}
-
-
-def _symbols(T):
-    p = _BLAS_PREFIX[T]
-    return tuple((f"sg_blas_{p}{r}", _ADDRESS_FNS[p + r]) for r in ("gemm", "gemv", "dot", "ger"))
-
-
-# -- support code, per real type --------------------------------------------------------
-
-_COMMON = r"""
-/* symgraph BLAS helpers: shared definitions. */
-#define SG_BLAS_INT_MAX 2147483647LL
-/* A shape as Python prints it: (3, 4), (3,), (). */
-static inline void sg_blas_shape_str(const sg_array *a, char *buf, size_t n) {
-    size_t used = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < a->ndim && used < n; d++)
-        used += (size_t)snprintf(buf + used, n - used, d ? ", %lld" : "%lld",
-                                 (long long)a->shape[d]);
-    if (used < n) snprintf(buf + used, n - used, a->ndim == 1 ? ",)" : ")");
-}
-static inline int sg_blas_check_dims(int64_t a, int64_t b, int64_t c, sg_error *err) {
-    if (a > SG_BLAS_INT_MAX || b > SG_BLAS_INT_MAX || c > SG_BLAS_INT_MAX)
-        SG_FAIL(err, SG_ERR_VALUE, "BLAS: a dimension exceeds 2**31-1 (%lld, %lld, %lld)",
-                (long long)a, (long long)b, (long long)c);
-    return 0;
-}
-"""
-
-_TYPED = r"""
-/* symgraph BLAS helpers for $T ($P). Fortran interface: everything by pointer. */
-typedef void (*sg_blas_$Pgemm_t)(char *, char *, int *, int *, int *, $T *, $T *, int *,
-                                 $T *, int *, $T *, $T *, int *);
-typedef void (*sg_blas_$Pgemv_t)(char *, int *, int *, $T *, $T *, int *, $T *, int *,
-                                 $T *, $T *, int *);
-typedef $T (*sg_blas_$Pdot_t)(int *, $T *, int *, $T *, int *);
-typedef void (*sg_blas_$Pger_t)(int *, int *, $T *, $T *, int *, $T *, int *, $T *, int *);
-/* Set by the linker after loading (CKernel.symbols). */
-__attribute__((visibility("default"))) sg_blas_$Pgemm_t sg_blas_$Pgemm = 0;
-__attribute__((visibility("default"))) sg_blas_$Pgemv_t sg_blas_$Pgemv = 0;
-__attribute__((visibility("default"))) sg_blas_$Pdot_t sg_blas_$Pdot = 0;
-__attribute__((visibility("default"))) sg_blas_$Pger_t sg_blas_$Pger = 0;
-
-#define SG_BLAS_$P_NEED(fn) do { if (!(fn)) SG_FAIL(err, SG_ERR_RUNTIME, \
-    "BLAS routine " #fn " was not set when the library was loaded"); } while (0)
-
-/* A matrix operand as BLAS reads it: the transpose of a row-major matrix.
- * trans 'N': rows are contiguous (memory is column-major cols x rows);
- * trans 'T': columns are contiguous (memory is column-major rows x cols). */
-typedef struct { $T *ptr; int ld; char trans; $T *work; } sg_bmat_$P;
-typedef struct { $T *ptr; int inc; $T *work; } sg_bvec_$P;
-
-/* Describe a rows x cols matrix (byte strides rs, cs; no zero dims) for BLAS,
- * copying it into a contiguous workspace when its layout cannot be read as is. */
-static inline int sg_bmat_$P_prep(char *data, int64_t rows, int64_t cols, int64_t rs,
-                                  int64_t cs, sg_bmat_$P *op, sg_error *err) {
-    const int64_t sz = (int64_t)sizeof($T);
-    op->work = NULL;
-    if ((uintptr_t)data % sizeof($T) == 0) {
-        if ((cols == 1 || cs == sz) && (rows == 1 || (rs > 0 && rs % sz == 0 &&
-                rs / sz >= cols && rs / sz <= SG_BLAS_INT_MAX))) {
-            op->ptr = ($T *)data; op->trans = 'N';
-            op->ld = (int)(rows == 1 ? cols : rs / sz);
-            return 0;
-        }
-        if ((rows == 1 || rs == sz) && (cols == 1 || (cs > 0 && cs % sz == 0 &&
-                cs / sz >= rows && cs / sz <= SG_BLAS_INT_MAX))) {
-            op->ptr = ($T *)data; op->trans = 'T';
-            op->ld = (int)(cols == 1 ? rows : cs / sz);
-            return 0;
-        }
-    }
-    $T *w = ($T *)malloc((size_t)(rows * cols) * sizeof($T));
-    if (!w) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate a %lld x %lld workspace",
-                    (long long)rows, (long long)cols);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            $T v; memcpy(&v, data + i * rs + j * cs, sizeof v);
-            w[i * cols + j] = v;
-        }
-    op->ptr = op->work = w; op->trans = 'N'; op->ld = (int)cols;
-    return 0;
-}
-
-/* Describe an n-vector (byte stride s, n > 0) for BLAS; copy unless the stride
- * is a positive multiple of the element size. */
-static inline int sg_bvec_$P_prep(char *data, int64_t n, int64_t s, sg_bvec_$P *v,
-                                  sg_error *err) {
-    const int64_t sz = (int64_t)sizeof($T);
-    v->work = NULL;
-    if ((uintptr_t)data % sizeof($T) == 0 &&
-            (n == 1 || (s > 0 && s % sz == 0 && s / sz <= SG_BLAS_INT_MAX))) {
-        v->ptr = ($T *)data; v->inc = n == 1 ? 1 : (int)(s / sz);
-        return 0;
-    }
-    $T *w = ($T *)malloc((size_t)n * sizeof($T));
-    if (!w) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate a workspace of %lld",
-                    (long long)n);
-    for (int64_t i = 0; i < n; i++) memcpy(w + i, data + i * s, sizeof($T));
-    v->ptr = v->work = w; v->inc = 1;
-    return 0;
-}
-
-/* C = alpha * (A . B) + beta * C.  A: m x k and B: k x n, row-major views
- * with byte strides; C: m x n with unit column stride and row stride ldc
- * (elements, >= n).  beta == 0 ignores what C holds. */
-static inline int sg_blas_$P_gemm(int64_t m, int64_t n, int64_t k, $T alpha,
-        char *a, int64_t ars, int64_t acs, char *b, int64_t brs, int64_t bcs,
-        $T beta, $T *c, int64_t ldc, sg_error *err) {
-    if (m == 0 || n == 0) return 0;
-    if (k == 0 || alpha == 0) {
-        /* NumPy's alpha * dot(a, b): an Inf or NaN product (or alpha) still gives NaN. */
-        $T *t = NULL;
-        if (k > 0) {
-            t = ($T *)malloc((size_t)(m * n) * sizeof($T));
-            if (!t) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate a workspace");
-            if (sg_blas_$P_gemm(m, n, k, 1, a, ars, acs, b, brs, bcs, 0, t, n, err)) {
-                free(t); return 1;
-            }
-        }
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                $T *cij = c + i * ldc + j;
-                *cij = (beta == 0 ? ($T)0 : beta * *cij) + alpha * (t ? t[i * n + j] : ($T)0);
-            }
-        free(t);
-        return 0;
-    }
-    SG_BLAS_$P_NEED(sg_blas_$Pgemm);
-    if (sg_blas_check_dims(m, n, k, err) || sg_blas_check_dims(ldc, 1, 1, err)) return 1;
-    sg_bmat_$P opa, opb;
-    if (sg_bmat_$P_prep(a, m, k, ars, acs, &opa, err)) return 1;
-    if (sg_bmat_$P_prep(b, k, n, brs, bcs, &opb, err)) { free(opa.work); return 1; }
-    int im = (int)m, in = (int)n, ik = (int)k, ildc = (int)ldc;
-    /* Column-major C^T (n x m) = B^T (n x k) . A^T (k x m). */
-    sg_blas_$Pgemm(&opb.trans, &opa.trans, &in, &im, &ik, &alpha, opb.ptr, &opb.ld,
-                   opa.ptr, &opa.ld, &beta, c, &ildc);
-    free(opa.work); free(opb.work);
-    return 0;
-}
-
-/* y = alpha * (M . x) + beta * y.  M: m x k row-major view (byte strides), x: a
- * k-vector (byte stride xs), y: m elements at stride incy (elements, > 0). */
-static inline int sg_blas_$P_gemv(int64_t m, int64_t k, $T alpha, char *mp, int64_t mrs,
-        int64_t mcs, char *x, int64_t xs, $T beta, $T *y, int64_t incy, sg_error *err) {
-    if (m == 0) return 0;
-    if (k == 0 || alpha == 0) {
-        $T *t = NULL;
-        if (k > 0) {
-            t = ($T *)malloc((size_t)m * sizeof($T));
-            if (!t) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate a workspace");
-            if (sg_blas_$P_gemv(m, k, 1, mp, mrs, mcs, x, xs, 0, t, 1, err)) {
-                free(t); return 1;
-            }
-        }
-        for (int64_t i = 0; i < m; i++) {
-            $T *yi = y + i * incy;
-            *yi = (beta == 0 ? ($T)0 : beta * *yi) + alpha * (t ? t[i] : ($T)0);
-        }
-        free(t);
-        return 0;
-    }
-    SG_BLAS_$P_NEED(sg_blas_$Pgemv);
-    if (sg_blas_check_dims(m, k, incy, err)) return 1;
-    sg_bmat_$P op;
-    sg_bvec_$P xv;
-    if (sg_bmat_$P_prep(mp, m, k, mrs, mcs, &op, err)) return 1;
-    if (sg_bvec_$P_prep(x, k, xs, &xv, err)) { free(op.work); return 1; }
-    int im = (int)m, ik = (int)k, iy = (int)incy;
-    char t = 'T', nt = 'N';
-    if (op.trans == 'N')   /* memory is M^T, column-major k x m */
-        sg_blas_$Pgemv(&t, &ik, &im, &alpha, op.ptr, &op.ld, xv.ptr, &xv.inc, &beta, y, &iy);
-    else                   /* memory is M, column-major m x k */
-        sg_blas_$Pgemv(&nt, &im, &ik, &alpha, op.ptr, &op.ld, xv.ptr, &xv.inc, &beta, y, &iy);
-    free(op.work); free(xv.work);
-    return 0;
-}
-
-/* *result = x . y for n-vectors with byte strides xs, ys. */
-static inline int sg_blas_$P_dot(int64_t n, char *x, int64_t xs, char *y, int64_t ys,
-                                 $T *result, sg_error *err) {
-    if (n == 0) { *result = 0; return 0; }
-    SG_BLAS_$P_NEED(sg_blas_$Pdot);
-    if (sg_blas_check_dims(n, 1, 1, err)) return 1;
-    sg_bvec_$P xv, yv;
-    if (sg_bvec_$P_prep(x, n, xs, &xv, err)) return 1;
-    if (sg_bvec_$P_prep(y, n, ys, &yv, err)) { free(xv.work); return 1; }
-    int in = (int)n;
-    *result = sg_blas_$Pdot(&in, xv.ptr, &xv.inc, yv.ptr, &yv.inc);
-    free(xv.work); free(yv.work);
-    return 0;
-}
-
-/* C += alpha * outer(x, y).  x: m-vector, y: n-vector (byte strides); C: m x n
- * with unit column stride and row stride ldc (elements). */
-static inline int sg_blas_$P_ger(int64_t m, int64_t n, $T alpha, char *x, int64_t xs,
-        char *y, int64_t ys, $T *c, int64_t ldc, sg_error *err) {
-    if (m == 0 || n == 0) return 0;
-    if (alpha == 0) {   /* BLAS would return at once; NumPy gives 0 * Inf = NaN */
-        for (int64_t i = 0; i < m; i++) {
-            $T xi; memcpy(&xi, x + i * xs, sizeof xi);
-            for (int64_t j = 0; j < n; j++) {
-                $T yj; memcpy(&yj, y + j * ys, sizeof yj);
-                c[i * ldc + j] += alpha * (xi * yj);
-            }
-        }
-        return 0;
-    }
-    SG_BLAS_$P_NEED(sg_blas_$Pger);
-    if (sg_blas_check_dims(m, n, ldc, err)) return 1;
-    sg_bvec_$P xv, yv;
-    if (sg_bvec_$P_prep(x, m, xs, &xv, err)) return 1;
-    if (sg_bvec_$P_prep(y, n, ys, &yv, err)) { free(xv.work); return 1; }
-    int im = (int)m, in = (int)n, ildc = (int)ldc;
-    /* Column-major C^T (n x m) += alpha * y . x^T. */
-    sg_blas_$Pger(&in, &im, &alpha, yv.ptr, &yv.inc, xv.ptr, &xv.inc, c, &ildc);
-    free(xv.work); free(yv.work);
-    return 0;
-}
-
-/* Where BLAS writes a rows x cols result bound for an array with byte strides
- * rs, cs: the array itself when its layout allows (direct), else a contiguous
- * workspace (*work) that sg_blas_*_store copies out afterwards. */
-static inline int sg_blas_$P_target(char *data, int64_t rows, int64_t cols, int64_t rs,
-        int64_t cs, int direct, $T **c, int64_t *ldc, $T **work, sg_error *err) {
-    const int64_t sz = (int64_t)sizeof($T);
-    *work = NULL;
-    if (direct && (uintptr_t)data % sizeof($T) == 0 && (cols <= 1 || cs == sz) &&
-            (rows <= 1 || (rs > 0 && rs % sz == 0 && rs / sz >= cols &&
-                           rs / sz <= SG_BLAS_INT_MAX))) {
-        *c = ($T *)data;
-        *ldc = rows <= 1 ? (cols > 1 ? cols : 1) : rs / sz;
-        return 0;
-    }
-    int64_t count = rows * cols > 0 ? rows * cols : 1;
-    *work = ($T *)malloc((size_t)count * sizeof($T));
-    if (!*work) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate an output workspace");
-    *c = *work;
-    *ldc = cols > 1 ? cols : 1;
-    return 0;
-}
-"""
-
-# Copy-convert between a strided array of one C type and a contiguous buffer
-# of another (operands of another dtype, float16, odd output layouts).
-_LOAD = r"""
-/* A rows x cols array of $S (byte strides rs, cs) into a new contiguous $T
- * buffer (*work); *data, *rs, *cs then describe the buffer. */
-static inline int sg_blas_load_$SN_$TN(char **data, int64_t rows, int64_t cols,
-        int64_t *rs, int64_t *cs, $T **work, sg_error *err) {
-    int64_t count = rows * cols > 0 ? rows * cols : 1;
-    $T *w = ($T *)malloc((size_t)count * sizeof($T));
-    if (!w) SG_FAIL(err, SG_ERR_MEMORY, "BLAS: cannot allocate a conversion workspace");
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            $S v; memcpy(&v, *data + i * *rs + j * *cs, sizeof v);
-            w[i * cols + j] = ($T)v;
-        }
-    *work = w; *data = (char *)w;
-    *rs = cols * (int64_t)sizeof($T); *cs = (int64_t)sizeof($T);
-    return 0;
-}
-"""
-
-_STORE = r"""
-/* A contiguous rows x cols $T buffer (row stride ld elements) into an array
- * of $S with byte strides rs, cs. */
-static inline void sg_blas_store_$TN_$SN(const $T *src, int64_t ld, int64_t rows,
-        int64_t cols, char *data, int64_t rs, int64_t cs) {
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            $S v = ($S)src[i * ld + j];
-            memcpy(data + i * rs + j * cs, &v, sizeof v);
-        }
-}
-"""
-
-
-def _cname(ctype):
-    return ctype.replace(" ", "_")
-
-
-def _typed_support(T):
-    code = _TYPED.replace("$P", _BLAS_PREFIX[T]).replace("$T", T)
-    return (("sg_blas_common", _COMMON), (f"sg_blas_{_BLAS_PREFIX[T]}", code))
-
-
-def _load_support(S, T):
-    code = _LOAD.replace("$SN", _cname(S)).replace("$TN", _cname(T))
-    return (f"sg_blas_load_{_cname(S)}_{_cname(T)}", code.replace("$S", S).replace("$T", T))
-
-
-def _store_support(T, S):
-    code = _STORE.replace("$SN", _cname(S)).replace("$TN", _cname(T))
-    return (f"sg_blas_store_{_cname(T)}_{_cname(S)}", code.replace("$S", S).replace("$T", T))
 
 
 # -- operand descriptions ---------------------------------------------------------------
@@ -401,12 +57,13 @@ def _out_matrix(ndim):
 
 
 def _shape_check(lhs_dim, rhs_dim, op_name, lhs, rhs, what):
-    """C code failing with NumPy's 'not aligned' message when two dims differ."""
+    """C code failing with the op's 'not aligned' message when two dims differ;
+    ``what`` is the text after the shapes, with two %lld for the sizes."""
     return f"""
     if ({lhs_dim} != {rhs_dim}) {{
         char s0[128], s1[128];
         sg_blas_shape_str(&in[{lhs}], s0, sizeof s0); sg_blas_shape_str(&in[{rhs}], s1, sizeof s1);
-        SG_FAIL(err, SG_ERR_VALUE, "{op_name}: shapes %s and %s {what} (%lld != %lld)",
+        SG_FAIL(err, SG_ERR_VALUE, "{op_name}: shapes %s and %s {what}",
                 s0, s1, (long long)({lhs_dim}), (long long)({rhs_dim}));
     }}"""
 
@@ -418,8 +75,10 @@ def _shape_fn(checks, out_dims):
 
 
 def _dot_checks(x_ndim, y_ndim, name="Dot"):
+    # The message of Dot.perform.
     return [_shape_check(f"in[0].shape[{x_ndim - 1}]", "in[1].shape[0]", name, 0, 1,
-                         "are not aligned: the inner dimensions differ")]
+                         f"are not aligned: dimension {x_ndim - 1} of the first (%lld) "
+                         f"!= dimension 0 of the second (%lld)")]
 
 
 def _dot_out_dims(x_ndim, y_ndim):
@@ -446,8 +105,8 @@ def dot_kernel(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim):
 
 def _float_dot(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim, shape):
     T = _FLOAT_COMPUTE[out_dtype]
-    p = _BLAS_PREFIX[T]
-    support = list(_typed_support(T))
+    p = BLAS_PREFIX[T]
+    support = list(typed_support(T))
     x = _as_matrix(0, x_ndim)
     y = _as_matrix(1, y_ndim)
     lines = [f"char *d0 = {x[0]}, *d1 = {y[0]};",
@@ -458,8 +117,8 @@ def _float_dot(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim, shape):
     for i, dtype in ((0, x_dtype), (1, y_dtype)):
         if c_type(dtype) != T:   # another dtype (float16 included): convert first
             S = c_type(dtype)
-            support.append(_load_support(S, T))
-            lines.append(f"if (sg_blas_load_{_cname(S)}_{_cname(T)}(&d{i}, r{i}, c{i}, "
+            support.append(load_support(S, T))
+            lines.append(f"if (sg_blas_load_{cname(S)}_{cname(T)}(&d{i}, r{i}, c{i}, "
                          f"&rs{i}, &cs{i}, &w{i}, err)) goto done;")
     rows, cols, ors, ocs = _out_matrix(x_ndim + y_ndim - 2)
     direct = int(c_type(out_dtype) == T)
@@ -475,14 +134,14 @@ def _float_dot(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim, shape):
         call = f"sg_blas_{p}_dot(c0, d0, cs0, d1, cs1, c, err)"
     lines.append(f"if ({call}) goto done;")
     O = c_type(out_dtype)
-    support.append(_store_support(T, O))
-    lines.append(f"if (wout) sg_blas_store_{_cname(T)}_{_cname(O)}(c, ldc, {rows}, {cols}, "
+    support.append(store_support(T, O))
+    lines.append(f"if (wout) sg_blas_store_{cname(T)}_{cname(O)}(c, ldc, {rows}, {cols}, "
                  f"out[0].data, {ors}, {ocs});")
     lines.append("rc = 0;")
     body = "\n    ".join(lines)
     run = (f"int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{\n    {body}\n"
            f"done:\n    free(w0); free(w1); free(wout);\n    return rc;\n}}\n")
-    return CKernel(source=shape + run, support=tuple(support), symbols=_symbols(T),
+    return CKernel(source=shape + run, support=tuple(support), symbols=blas_symbols(T),
                    version=VERSION)
 
 
@@ -534,7 +193,7 @@ def _int_dot(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim, shape):
     return 0;
 }}
 """
-    return CKernel(source=shape + run, support=(("sg_blas_common", _COMMON),), version=VERSION)
+    return CKernel(source=shape + run, support=(common_support(),), version=VERSION)
 
 
 # -- Gemm, Gemv, Ger --------------------------------------------------------------------
@@ -550,7 +209,8 @@ def _same_shape_check(op_name, z, other_dims, what):
         checks.append(f"""
     if (in[{z}].shape[{d}] != {e}) {{
         char s[128]; sg_blas_shape_str(&in[{z}], s, sizeof s);
-        SG_FAIL(err, SG_ERR_VALUE, "{op_name}: z has shape %s, but {what} has %lld in dimension {d}",
+        SG_FAIL(err, SG_ERR_VALUE,
+                "{op_name}: z has shape %s, but {what} has %lld in dimension {d}",
                 s, (long long)({e}));
     }}""")
     return checks
@@ -576,13 +236,13 @@ def blas_update_kernel(op_name, dtype):
 def _update_shape(op_name):
     if op_name == "Gemm":
         checks = [_shape_check("in[2].shape[1]", "in[3].shape[0]", op_name, 2, 3,
-                               "of x and y are not aligned")]
+                               "of x and y are not aligned (%lld != %lld)")]
         checks += _same_shape_check(op_name, 0, ["in[2].shape[0]", "in[3].shape[1]"],
                                     "dot(x, y)")
         return _shape_fn(checks, ["in[0].shape[0]", "in[0].shape[1]"])
     if op_name == "Gemv":
         checks = [_shape_check("in[2].shape[1]", "in[3].shape[0]", op_name, 2, 3,
-                               "of A and x are not aligned")]
+                               "of A and x are not aligned (%lld != %lld)")]
         checks += _same_shape_check(op_name, 0, ["in[2].shape[0]"], "dot(A, x)")
         return _shape_fn(checks, ["in[0].shape[0]"])
     checks = _same_shape_check(op_name, 0, ["in[2].shape[0]", "in[3].shape[0]"],
@@ -591,8 +251,8 @@ def _update_shape(op_name):
 
 
 def _float_update(op_name, T):
-    p = _BLAS_PREFIX[T]
-    support = list(_typed_support(T)) + [_store_support(T, T)]
+    p = BLAS_PREFIX[T]
+    support = list(typed_support(T)) + [store_support(T, T)]
     out_ndim = 1 if op_name == "Gemv" else 2
     rows, cols, ors, ocs = _out_matrix(out_ndim)
     z = _as_matrix(0, 2) if out_ndim == 2 else ["in[0].data", "in[0].shape[0]", "1",
@@ -632,7 +292,7 @@ def _float_update(op_name, T):
 }}
 """
     return CKernel(source=_update_shape(op_name) + run, support=tuple(support),
-                   symbols=_symbols(T), version=VERSION)
+                   symbols=blas_symbols(T), version=VERSION)
 
 
 def _int_update(op_name, dtype):
@@ -649,7 +309,8 @@ def _int_update(op_name, dtype):
         body = f"""
     const int64_t m = in[2].shape[0], n = in[3].shape[1], k = in[2].shape[1];
     for (int64_t i = 0; i < m; i++) {{
-        for (int64_t j = 0; j < n; j++) *{at(("i", "j"))} = ({O})({beta} * ({U}){rd(0, ("i", "j"))});
+        for (int64_t j = 0; j < n; j++)
+            *{at(("i", "j"))} = ({O})({beta} * ({U}){rd(0, ("i", "j"))});
         for (int64_t p = 0; p < k; p++) {{
             const {U} a = {alpha} * ({U}){rd(2, ("i", "p"))};
             for (int64_t j = 0; j < n; j++) {{
@@ -677,4 +338,99 @@ def _int_update(op_name, dtype):
     run = (f"int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{\n"
            f"    (void)err;{body}\n    return 0;\n}}\n")
     return CKernel(source=_update_shape(op_name) + run,
-                   support=(("sg_blas_common", _COMMON),), version=VERSION)
+                   support=(common_support(),), version=VERSION)
+
+
+# -- BatchedDot -----------------------------------------------------------------------------
+
+def batched_dot_kernel(dtype, nbatch, x_ndim, y_ndim, x_broadcastable, y_broadcastable):
+    """The CKernel of ``BatchedDot`` for float32/float64 inputs and result all of
+    ``dtype``, or None (other dtypes run in Python).
+
+    A gemm, gemv or dot per batch entry; batch dims declared broadcastable
+    (static size 1) repeat their one entry.
+    """
+    dtype = str(dtype)
+    if dtype not in ("float32", "float64") or nbatch < 1 or not blas_available():
+        return None
+    T = _FLOAT_COMPUTE[dtype]
+    p = BLAS_PREFIX[T]
+    nb = nbatch
+    xc, yc = x_ndim - nb, y_ndim - nb   # core ranks, 1 or 2
+    checks, out_dims = [], []
+    for d in range(nb):
+        xb, yb = x_broadcastable[d], y_broadcastable[d]
+        if xb and yb:
+            out_dims.append("1")
+        elif xb or yb:
+            out_dims.append(f"in[{1 if xb else 0}].shape[{d}]")
+        else:
+            out_dims.append(f"in[0].shape[{d}]")
+            checks.append(_shape_check(
+                f"in[0].shape[{d}]", f"in[1].shape[{d}]", "BatchedDot", 0, 1,
+                f"differ in batch dimension {d} (%lld != %lld)"))
+    checks.append(_shape_check(f"in[0].shape[{x_ndim - 1}]", f"in[1].shape[{nb}]",
+                               "BatchedDot", 0, 1,
+                               f"are not aligned: dimension {x_ndim - 1} of the first (%lld) "
+                               f"!= dimension {nb} of the second (%lld)"))
+    out_dims += ([f"in[0].shape[{nb}]"] if xc == 2 else []) + \
+        ([f"in[1].shape[{nb + 1}]"] if yc == 2 else [])
+    shape = _shape_fn(checks, out_dims)
+
+    def core(i, rank):   # (rows, cols, rs, cs) of one batch entry of in[i] as a matrix
+        if rank == 2:
+            return [f"in[{i}].shape[{nb}]", f"in[{i}].shape[{nb + 1}]",
+                    f"in[{i}].strides[{nb}]", f"in[{i}].strides[{nb + 1}]"]
+        return ["1", f"in[{i}].shape[{nb}]", "0", f"in[{i}].strides[{nb}]"]
+
+    (r0, c0, rs0, cs0), (r1, c1, rs1, cs1) = core(0, xc), core(1, yc)
+    out_rank = xc + yc - 2
+    if out_rank == 2:
+        rows, cols, ors, ocs = ("out[0].shape[%d]" % nb, "out[0].shape[%d]" % (nb + 1),
+                                "out[0].strides[%d]" % nb, "out[0].strides[%d]" % (nb + 1))
+    elif out_rank == 1:
+        rows, cols, ors, ocs = ("out[0].shape[%d]" % nb, "1", "out[0].strides[%d]" % nb, "0")
+    else:
+        rows, cols, ors, ocs = "1", "1", "0", "0"
+    if xc == 2 and yc == 2:
+        call = (f"sg_blas_{p}_gemm({r0}, {c1}, {c0}, 1, bx, {rs0}, {cs0}, by, {rs1}, {cs1}, "
+                f"0, c, ldc, err)")
+    elif xc == 2:
+        call = f"sg_blas_{p}_gemv({r0}, {c0}, 1, bx, {rs0}, {cs0}, by, {cs1}, 0, c, ldc, err)"
+    elif yc == 2:
+        call = f"sg_blas_{p}_gemv({c1}, {r1}, 1, by, {cs1}, {rs1}, bx, {cs0}, 0, c, ldc, err)"
+    else:
+        call = f"sg_blas_{p}_dot({c0}, bx, {cs0}, by, {cs1}, c, err)"
+    x_steps = " ".join(f"xs[{d}] = {0 if x_broadcastable[d] else f'in[0].strides[{d}]'};"
+                       for d in range(nb))
+    y_steps = " ".join(f"ys[{d}] = {0 if y_broadcastable[d] else f'in[1].strides[{d}]'};"
+                       for d in range(nb))
+    run = f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    enum {{ NB = {nb} }};
+    int64_t idx[NB], xs[NB], ys[NB], total = 1;
+    {x_steps}
+    {y_steps}
+    for (int d = 0; d < NB; d++) {{ idx[d] = 0; total *= out[0].shape[d]; }}
+    for (int64_t b = 0; b < total; b++) {{
+        char *bx = in[0].data, *by = in[1].data, *bo = out[0].data;
+        for (int d = 0; d < NB; d++) {{
+            bx += idx[d] * xs[d]; by += idx[d] * ys[d]; bo += idx[d] * out[0].strides[d];
+        }}
+        {T} *c = NULL, *wout = NULL;
+        int64_t ldc = 1;
+        if (sg_blas_{p}_target(bo, {rows}, {cols}, {ors}, {ocs}, 1, &c, &ldc, &wout, err))
+            return 1;
+        int rc = {call};
+        if (!rc && wout) sg_blas_store_{T}_{T}(c, ldc, {rows}, {cols}, bo, {ors}, {ocs});
+        free(wout);
+        if (rc) return 1;
+        for (int d = NB - 1; d >= 0; d--) {{   /* next batch index */
+            if (++idx[d] < out[0].shape[d]) break;
+            idx[d] = 0;
+        }}
+    }}
+    return 0;
+}}
+"""
+    support = tuple(typed_support(T)) + (store_support(T, T),)
+    return CKernel(source=shape + run, support=support, symbols=blas_symbols(T), version=VERSION)

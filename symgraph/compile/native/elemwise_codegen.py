@@ -101,7 +101,10 @@ MVEC_SUPPORT = ("sg_mvec_v1:" + ",".join(_mvec_functions()), _mvec_code(_mvec_fu
 # Shape checks and stride plans shared by every element-wise kernel
 
 EW_SUPPORT = ("sg_ew_support_v1", r"""
-/* ---- symgraph element-wise kernels: shapes and stride plans ---- */
+/* ---- symgraph element-wise kernels: shapes, stride plans, the loop driver ---- */
+#define SG_EW_CHUNK 16384  /* elements per OpenMP work item (contiguous path) */
+#define SG_EW_BUF 256      /* elements per gathered piece (strided path) */
+
 static void sg_ew_shapes_text(const sg_array *in, int nin, char *buf, size_t len) {
     size_t used = 0;
     buf[0] = 0;
@@ -119,7 +122,7 @@ static void sg_ew_shapes_text(const sg_array *in, int nin, char *buf, size_t len
    whether input i is declared broadcastable in dimension d.  The messages
    are those of Elemwise.perform (check_runtime_broadcast). */
 static int sg_ew_shape(const sg_array *in, int nin, int nd, const unsigned char *bc,
-                       const char *name, int64_t *shape, sg_error *err) {
+                       const char *name, int nout, int64_t *out_shapes, sg_error *err) {
     char shapes[256];
     for (int d = 0; d < nd; d++) {
         int64_t size = 1;
@@ -135,7 +138,7 @@ static int sg_ew_shape(const sg_array *in, int nin, int nd, const unsigned char 
                         d, owner, (long long)size, shapes);
             }
         }
-        shape[d] = size;
+        for (int k = 0; k < nout; k++) out_shapes[k * SG_MAXDIMS + d] = size;
     }
     for (int i = 0; i < nin; i++)
         for (int d = 0; d < nd; d++)
@@ -173,17 +176,116 @@ static int sg_ew_collapse(int nd, int nops, int64_t *shape, int64_t *st) {
     return m;
 }
 
-/* Pointers of the arrays at the start of row o (all dimensions but the last). */
-static inline void sg_ew_row(int64_t o, int nd, const int64_t *shape, const int64_t *st,
-                             int nops, char *const *base, char **p) {
-    for (int k = 0; k < nops; k++) p[k] = base[k];
-    for (int d = nd - 2; d >= 0; d--) {
-        int64_t i = o % shape[d];
-        o /= shape[d];
-        for (int k = 0; k < nops; k++) p[k] += i * st[k * SG_MAXDIMS + d];
+/* A kernel's element loop over n elements: p[k] points at operand k (the
+   non-scalar inputs, then the outputs), contiguous; s[i] at scalar input i. */
+typedef int (*sg_ew_block)(int64_t n, char *const *p, const char *const *s);
+
+static inline void sg_ew_copy(char *dst, int64_t dst_step, const char *src, int64_t src_step,
+                              int64_t m, int size) {
+    switch (size) {
+    case 1: for (int64_t e = 0; e < m; e++) dst[e * dst_step] = src[e * src_step]; break;
+    case 2: for (int64_t e = 0; e < m; e++)
+                *(uint16_t *)(dst + e * dst_step) = *(const uint16_t *)(src + e * src_step);
+            break;
+    case 4: for (int64_t e = 0; e < m; e++)
+                *(uint32_t *)(dst + e * dst_step) = *(const uint32_t *)(src + e * src_step);
+            break;
+    default: for (int64_t e = 0; e < m; e++)
+                *(uint64_t *)(dst + e * dst_step) = *(const uint64_t *)(src + e * src_step);
     }
 }
+
+/* Run block over the broadcast of the inputs into the outputs.
+   scalar[i]: input i is broadcastable in every dimension (read once);
+   size[k]: element size of operand k (inputs in order, then outputs).
+   Above minpar elements (minpar < 0: never) the work is split between
+   OpenMP threads when the library is built with OpenMP.  Returns the OR of
+   the block's error flags. */
+static int sg_ew_loop(const sg_array *in, sg_array *out, int nin, int nout,
+                      const unsigned char *scalar, const int *size, sg_ew_block block,
+                      int64_t minpar) {
+    const int64_t n = sg_size(&out[0]);
+    if (n == 0) return 0;
+    const int nops_max = nin + nout;
+    const char *s[nops_max > 0 ? nops_max : 1];
+    char *p[nops_max > 0 ? nops_max : 1];
+    int64_t sz[nops_max > 0 ? nops_max : 1];
+    const sg_array *arr[nops_max > 0 ? nops_max : 1];
+    int nops = 0, contig = 1;
+    for (int i = 0; i < nin; i++) {
+        s[i] = in[i].data;
+        if (scalar[i]) continue;
+        arr[nops] = &in[i];
+        sz[nops] = size[i];
+        p[nops++] = in[i].data;
+        contig = contig && sg_size(&in[i]) == n && sg_is_c_contiguous(&in[i], size[i]);
+    }
+    for (int k = 0; k < nout; k++) {
+        arr[nops] = &out[k];
+        sz[nops] = size[nin + k];
+        p[nops++] = out[k].data;
+        contig = contig && sg_is_c_contiguous(&out[k], size[nin + k]);
+    }
+    int bad = 0;
+    int parallel = minpar >= 0 && n >= minpar;
+    (void)parallel;
+    if (contig) {
+        if (!parallel) return block(n, p, s);
+        #pragma omp parallel for schedule(static) reduction(|:bad) if(parallel)
+        for (int64_t c = 0; c < n; c += SG_EW_CHUNK) {
+            char *q[nops];
+            for (int k = 0; k < nops; k++) q[k] = p[k] + c * sz[k];
+            bad |= block(n - c < SG_EW_CHUNK ? n - c : SG_EW_CHUNK, q, s);
+        }
+        return bad;
+    }
+    /* General strides: rows of the collapsed shape (all dimensions but the
+       last), in pieces of SG_EW_BUF elements gathered into (and scattered
+       from) small buffers unless the piece is contiguous already.  A size-1
+       input dimension has stride 0: it broadcasts. */
+    const int nd0 = out[0].ndim;
+    int64_t shape[SG_MAXDIMS];
+    int64_t st[nops * SG_MAXDIMS];
+    for (int d = 0; d < nd0; d++) {
+        shape[d] = out[0].shape[d];
+        for (int k = 0; k < nops; k++)
+            st[k * SG_MAXDIMS + d] = arr[k]->shape[d] == 1 ? 0 : arr[k]->strides[d];
+    }
+    const int nd = sg_ew_collapse(nd0, nops, shape, st);
+    const int64_t inner = shape[nd - 1], outer = n / inner;
+    #pragma omp parallel for schedule(static) reduction(|:bad) if(parallel && outer > 1)
+    for (int64_t o = 0; o < outer; o++) {
+        char *q[nops], *piece[nops];
+        int direct[nops];
+        _Alignas(64) char buf[nops][SG_EW_BUF * 8];
+        int64_t rest = o;
+        for (int k = 0; k < nops; k++) q[k] = p[k];
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rest % shape[d];
+            rest /= shape[d];
+            for (int k = 0; k < nops; k++) q[k] += i * st[k * SG_MAXDIMS + d];
+        }
+        for (int k = 0; k < nops; k++) direct[k] = st[k * SG_MAXDIMS + nd - 1] == sz[k];
+        for (int64_t j = 0; j < inner; j += SG_EW_BUF) {
+            const int64_t m = inner - j < SG_EW_BUF ? inner - j : SG_EW_BUF;
+            for (int k = 0; k < nops; k++) {
+                const int64_t t = st[k * SG_MAXDIMS + nd - 1];
+                if (direct[k]) { piece[k] = q[k] + j * t; continue; }
+                piece[k] = buf[k];
+                if (k < nops - nout) sg_ew_copy(buf[k], sz[k], q[k] + j * t, t, m, sz[k]);
+            }
+            bad |= block(m, piece, s);
+            for (int k = nops - nout; k < nops; k++)
+                if (!direct[k]) {
+                    const int64_t t = st[k * SG_MAXDIMS + nd - 1];
+                    sg_ew_copy(q[k] + j * t, t, buf[k], sz[k], m, sz[k]);
+                }
+        }
+    }
+    return bad;
+}
 """)
+
 
 
 # ---------------------------------------------------------------------------
@@ -241,111 +343,65 @@ def elemwise_kernel(node):
     out_dtypes = [str(v.dtype) for v in node.outputs]
     if not all(has_c_type(d) for d in in_dtypes + out_dtypes):
         return None
+    inplace = dict(op.inplace_pattern)
+    if inplace and set(inplace) != set(range(len(out_dtypes))):
+        return None  # some outputs in place, others not: the ABI has no such kind
     nin, nout = len(in_dtypes), len(out_dtypes)
     nd = node.outputs[0].ndim
     bcast = [tuple(v.type.broadcastable) for v in node.inputs]
     scalars = [i for i in range(nin) if all(bcast[i])]
     arrays = [i for i in range(nin) if i not in scalars]
-    inplace = dict(op.inplace_pattern)
-    openmp = bool(config.openmp)
-    minsize = int(config.openmp_elemwise_minsize)
+    tin = [c_type(d) for d in in_dtypes]
+    tout = [c_type(d) for d in out_dtypes]
 
-    # operand k of the loops: the non-scalar inputs, then the outputs
-    ops_in = {i: k for k, i in enumerate(arrays)}
-    nops = len(arrays) + nout
-    restrict = "" if inplace else " restrict"
-
-    def load_contig(i):
-        return f"s{i}" if i in scalars else f"p{i}[i]"
-
-    def load_strided(i):
-        if i in scalars:
-            return f"s{i}"
-        return f"*(const {c_type(in_dtypes[i])} *)(q[{ops_in[i]}] + j * t{ops_in[i]})"
-
-    flag = "sg_bad"
-    contig = element_code(
-        scalar_op, in_dtypes, out_dtypes, [load_contig(i) for i in range(nin)],
-        [lambda r, k=k: f"o{k}[i] = ({c_type(out_dtypes[k])}){r};" for k in range(nout)],
-        error_flag=flag)
-    if contig is None:
+    code = element_code(
+        scalar_op, in_dtypes, out_dtypes,
+        [f"s{i}" if i in scalars else f"p{i}[i]" for i in range(nin)],
+        [lambda r, k=k: f"o{k}[i] = ({tout[k]}){r};" for k in range(nout)],
+        error_flag="bad")
+    if code is None:
         return None
-    contig_body, messages = contig
-    strided_body, _ = element_code(
-        scalar_op, in_dtypes, out_dtypes, [load_strided(i) for i in range(nin)],
-        [lambda r, k=k: f"*({c_type(out_dtypes[k])} *)(q[{len(arrays) + k}] + j * "
-                        f"t{len(arrays) + k}) = ({c_type(out_dtypes[k])}){r};"
-         for k in range(nout)],
-        error_flag=flag)
+    body, messages = code
 
     src = []
     # -- shape ------------------------------------------------------------------
     bc_flags = ", ".join("1" if b else "0" for flags in bcast for b in flags) or "0"
     src.append(f"static const unsigned char SG_FN(bc)[] = {{{bc_flags}}};")
-    src.append(f"int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{")
-    src.append(f"    int64_t shape[SG_MAXDIMS];")
-    src.append(f"    if (sg_ew_shape(in, {nin}, {nd}, SG_FN(bc), {_c_string(str(op))}, shape, "
-               f"err)) return 1;")
-    src.append(f"    for (int k = 0; k < {nout}; k++)")
-    src.append(f"        for (int d = 0; d < {nd}; d++) out_shapes[k * SG_MAXDIMS + d] = shape[d];")
-    src.append("    return 0;\n}")
+    src.append("int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {")
+    src.append(f"    return sg_ew_shape(in, {nin}, {nd}, SG_FN(bc), {_c_string(str(op))}, {nout}, "
+               f"out_shapes, err);\n}}")
+
+    # -- the element loop (all the per-node code; sg_ew_loop drives it) -----------
+    # In-place kernels read and write the same memory: no restrict there
+    # (ivdep still lets the compiler vectorize: elements are independent).
+    restrict = "" if inplace else " restrict"
+    src.append("static int SG_FN(block)(int64_t n, char *const *p, const char *const *s) {")
+    for k, i in enumerate(arrays):
+        src.append(f"    const {tin[i]} *{restrict} p{i} = (const {tin[i]} *)p[{k}];")
+    for k in range(nout):
+        src.append(f"    {tout[k]} *{restrict} o{k} = ({tout[k]} *)p[{len(arrays) + k}];")
+    for i in scalars:
+        src.append(f"    const {tin[i]} s{i} = *(const {tin[i]} *)s[{i}];")
+    src.append("    int bad = 0;")
+    src.append("    #pragma GCC ivdep")
+    src.append("    for (int64_t i = 0; i < n; i++) " + _indent(body, 4))
+    src.append("    return bad;\n}")
 
     # -- run ----------------------------------------------------------------------
-    reduction = f" reduction(|:{flag})" if messages else ""
+    openmp = bool(config.openmp)
+    minpar = int(config.openmp_elemwise_minsize) if openmp else -1
+    scalar_flags = ", ".join("1" if i in scalars else "0" for i in range(nin)) or "0"
+    sizes = ", ".join(f"sizeof({t})" for t in tin + tout)
     src.append("int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {")
-    src.append("    const int64_t n = sg_size(&out[0]);")
-    src.append("    if (n == 0) return 0;")
-    src.append(f"    int {flag} = 0;")
-    for i in scalars:
-        src.append(f"    const {c_type(in_dtypes[i])} s{i} = "
-                   f"*(const {c_type(in_dtypes[i])} *)in[{i}].data;")
-    checks = [f"sg_size(&in[{i}]) == n && sg_is_c_contiguous(&in[{i}], "
-              f"sizeof({c_type(in_dtypes[i])}))" for i in arrays]
-    checks += [f"sg_is_c_contiguous(&out[{k}], sizeof({c_type(out_dtypes[k])}))"
-               for k in range(nout)]
-    src.append(f"    if ({' && '.join(checks) or '1'}) {{")
-    for i in arrays:
-        src.append(f"        const {c_type(in_dtypes[i])} *{restrict} p{i} = "
-                   f"(const {c_type(in_dtypes[i])} *)in[{i}].data;")
-    for k in range(nout):
-        src.append(f"        {c_type(out_dtypes[k])} *{restrict} o{k} = "
-                   f"({c_type(out_dtypes[k])} *)out[{k}].data;")
-    if openmp:
-        src.append(f"        #pragma omp parallel for simd schedule(static) if(n >= {minsize})"
-                   f"{reduction}")
-    else:
-        src.append("        #pragma GCC ivdep")
-    src.append("        for (int64_t i = 0; i < n; i++) " + _indent(contig_body, 8))
-    src.append("    } else {")
-    src.append(f"        int64_t shape[SG_MAXDIMS], st[{nops} * SG_MAXDIMS];")
-    src.append(f"        char *base[{nops}];")
-    src.append(f"        for (int d = 0; d < {nd}; d++) {{")
-    src.append(f"            shape[d] = out[0].shape[d];")
-    for i in arrays:
-        src.append(f"            st[{ops_in[i]} * SG_MAXDIMS + d] = in[{i}].shape[d] == 1 ? 0 : "
-                   f"in[{i}].strides[d];")
-    for k in range(nout):
-        src.append(f"            st[{len(arrays) + k} * SG_MAXDIMS + d] = out[{k}].strides[d];")
-    src.append("        }")
-    for i in arrays:
-        src.append(f"        base[{ops_in[i]}] = in[{i}].data;")
-    for k in range(nout):
-        src.append(f"        base[{len(arrays) + k}] = out[{k}].data;")
-    src.append(f"        const int nd = sg_ew_collapse({nd}, {nops}, shape, st);")
-    src.append("        const int64_t inner = shape[nd - 1], outer = n / inner;")
-    for k in range(nops):
-        src.append(f"        const int64_t t{k} = st[{k} * SG_MAXDIMS + nd - 1];")
-    if openmp:
-        src.append(f"        #pragma omp parallel for schedule(static) if(n >= {minsize}){reduction}")
-    src.append("        for (int64_t o = 0; o < outer; o++) {")
-    src.append(f"            char *q[{nops}];")
-    src.append(f"            sg_ew_row(o, nd, shape, st, {nops}, base, q);")
-    src.append("            for (int64_t j = 0; j < inner; j++) " + _indent(strided_body, 12))
-    src.append("        }")
-    src.append("    }")
+    src.append(f"    static const unsigned char scalar[] = {{{scalar_flags}}};")
+    src.append(f"    static const int size[] = {{{sizes}}};")
+    src.append(f"    int bad = sg_ew_loop(in, out, {nin}, {nout}, scalar, size, SG_FN(block), "
+               f"{minpar});")
     if messages:
-        src.append(f"    if ({flag}) SG_FAIL(err, SG_ERR_VALUE, \"%s\", "
+        src.append(f"    if (bad) SG_FAIL(err, SG_ERR_VALUE, \"%s\", "
                    f"{_c_string(' '.join(messages), 400)});")
+    else:
+        src.append("    (void)bad; (void)err;")
     src.append("    return 0;\n}")
 
     support = [MVEC_SUPPORT, EW_SUPPORT] + list(scalar_op.c_support())
@@ -359,5 +415,8 @@ def elemwise_kernel(node):
 
 
 def _indent(block, spaces):
+    """``block`` (a ``{ ... }`` C block) indented to follow a ``for`` header."""
+    lines = block.split("\n")
     pad = " " * spaces
-    return block.replace("\n", "\n" + pad)
+    return "\n".join([lines[0]] + [pad + "    " + line for line in lines[1:-1]] +
+                     [pad + lines[-1]])

@@ -10,6 +10,7 @@ Python steps that call ``perform``.
 """
 
 import ctypes
+import os
 import time
 
 import numpy as np
@@ -103,24 +104,10 @@ def resolve_kernels(kernels, timings):
         missing[key] = kernel
     if missing:
         start = time.perf_counter()
-        ordered = sorted(missing.items())
-        pairs = [(kernel_prefix(i), kernel) for i, (_, kernel) in enumerate(ordered)]
-        source = assemble(pairs)
-        openmp = any(k.openmp for k in missing.values())
-        from symgraph.compile.native.cache import environment_parts, make_key
-
-        lib_key = make_key(source=source, kernels=",".join(sorted(missing)),
-                           **environment_parts(openmp=openmp))
-
-        def build(tmp_dir):
-            from symgraph.compile.native.compiler import compile_library
-
-            compile_library(source, tmp_dir / "lib.so", openmp=openmp, extra_flags=("-lm",))
-
-        path = cache.get_or_build(lib_key, build)
-        for (key, kernel), (prefix, _) in zip(ordered, pairs):
-            cache.record(key, {"lib": lib_key, "prefix": prefix})
-            found[key] = (path, prefix, kernel)
+        for path, group in zip(_compile_in_parallel(cache, missing), _groups(missing)):
+            for key, prefix in group:
+                cache.record(key, {"lib": path.parent.name, "prefix": prefix})
+                found[key] = (path, prefix, missing[key])
         timings["compile"] = timings.get("compile", 0.0) + time.perf_counter() - start
     start = time.perf_counter()
     addresses = {}
@@ -134,6 +121,46 @@ def resolve_kernels(kernels, timings):
             addresses[key] = (_symbol_address(lib, f"{prefix}_run"), shape)
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
     return addresses
+
+
+KERNELS_PER_LIBRARY = 12
+
+
+def _groups(missing):
+    """The missing kernels split into libraries: [[(key, prefix), ...], ...].
+
+    One compiler run per library; several libraries compile at once on
+    several cores, so a large function is not one long serial compile.
+    """
+    keys = sorted(missing)
+    n_groups = max(1, min(os.cpu_count() or 1, -(-len(keys) // KERNELS_PER_LIBRARY)))
+    return [[(key, kernel_prefix(i)) for i, key in enumerate(keys[g::n_groups])]
+            for g in range(n_groups)]
+
+
+def _compile_in_parallel(cache, missing):
+    """The library path of each group of ``_groups(missing)``, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from symgraph.compile.native.cache import environment_parts, make_key
+    from symgraph.compile.native.compiler import compile_library
+
+    def build_group(group):
+        source = assemble([(prefix, missing[key]) for key, prefix in group])
+        openmp = any(missing[key].openmp for key, _ in group)
+        lib_key = make_key(source=source, kernels=",".join(k for k, _ in group),
+                           **environment_parts(openmp=openmp))
+
+        def build(tmp_dir):
+            compile_library(source, tmp_dir / "lib.so", openmp=openmp)
+
+        return cache.get_or_build(lib_key, build, what=f"{len(group)} kernels")
+
+    groups = _groups(missing)
+    if len(groups) == 1:
+        return [build_group(groups[0])]
+    with ThreadPoolExecutor(len(groups)) as pool:
+        return list(pool.map(build_group, groups))
 
 
 def python_step(node):
