@@ -98,6 +98,7 @@ static int raise_kernel_error(sg_error *err) {
     switch (err->kind) {
         case SG_ERR_VALUE: type = PyExc_ValueError; break;
         case SG_ERR_INDEX: type = PyExc_IndexError; break;
+        case SG_ERR_ASSERTION: type = PyExc_AssertionError; break;
         case SG_ERR_TYPE: type = PyExc_TypeError; break;
         case SG_ERR_MEMORY: type = PyExc_MemoryError; break;
         default: break;

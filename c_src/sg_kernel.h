@@ -48,6 +48,7 @@ typedef struct {
 #define SG_ERR_TYPE 3      /* TypeError                                   */
 #define SG_ERR_MEMORY 4    /* MemoryError: a kernel's own workspace       */
 #define SG_ERR_RUNTIME 5   /* RuntimeError                                */
+#define SG_ERR_ASSERTION 6 /* AssertionError: a declared shape that fails */
 
 #define SG_COMPUTE 0
 #define SG_INPLACE 1

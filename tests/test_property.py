@@ -131,9 +131,24 @@ def _broadcast_shape(a, b, shapes):
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(graphs())
 def test_optimized_equals_unoptimized(case):
+    # The Python linker: this checks the rewrites, on many graphs, quickly.
     inputs, out, values = case
-    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None))
-    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run"))
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
+    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run", linker="py"))
+    expected = plain(*values)
+    got = fast(*values)
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(graphs())
+def test_native_optimized_equals_python_unoptimized(case):
+    # Native code (fused loops, reductions) on random graphs: each example compiles.
+    inputs, out, values = case
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
+    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run", linker="c|py"))
     expected = plain(*values)
     got = fast(*values)
     assert np.shape(got) == np.shape(expected)
@@ -146,7 +161,7 @@ def test_optimized_equals_unoptimized(case):
 @given(case=graphs())
 def test_other_optimizers_keep_values(optimizer, case):
     inputs, out, values = case
-    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None))
-    other = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=optimizer))
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
+    other = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=optimizer, linker="py"))
     np.testing.assert_allclose(other(*values), plain(*values), rtol=1e-9, atol=1e-12,
                                equal_nan=True)

@@ -446,6 +446,7 @@ class Function:
         else:
             values, check = args, not self.trust_input
         expected = self.reference(*values) if self.reference is not None else None
+        start = time.perf_counter()
         outs = self._run_program(values, check)
         if outs is None:
             # The C check takes exact arrays only: convert (or explain) in Python.
@@ -461,6 +462,7 @@ class Function:
             target[0] = value
         if self.profile is not None:
             self.profile.calls += 1
+            self.profile.call_time += time.perf_counter() - start
         return results[0] if self.maker.unpack_single else results
 
     @property

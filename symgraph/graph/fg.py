@@ -121,22 +121,40 @@ class FunctionGraph:
             self.execute_callbacks("on_import", new_node, reason)
 
     def _prune_if_unused(self, var, reason):
+        # Depth first, as a recursion would, but with an explicit stack: a
+        # chain of thousands of dead nodes must not hit the recursion limit.
+        node = self._prune_one(var, reason)
+        frames = [[node, 0]] if node is not None else []
+        while frames:
+            frame = frames[-1]
+            node, i = frame
+            if i == len(node.inputs):
+                frames.pop()
+                continue
+            frame[1] += 1
+            inp = node.inputs[i]
+            self.clients[inp].remove((node, i))
+            child = self._prune_one(inp, reason)
+            if child is not None:
+                frames.append([child, 0])
+
+    def _prune_one(self, var, reason):
+        """Drop ``var``'s owner when nothing uses it; return the dropped node
+        (whose inputs the caller releases), else None."""
         if self.clients.get(var) or var.owner is None:
             if var.owner is None and not self.clients.get(var) and var not in self.inputs:
                 self.variables.discard(var)
                 self.clients.pop(var, None)
-            return
+            return None
         node = var.owner
         if node not in self.apply_nodes or any(self.clients.get(o) for o in node.outputs):
-            return
+            return None
         self.apply_nodes.discard(node)
         for out in node.outputs:
             self.variables.discard(out)
             self.clients.pop(out, None)
         self.execute_callbacks("on_prune", node, reason)
-        for i, inp in enumerate(node.inputs):
-            self.clients[inp].remove((node, i))
-            self._prune_if_unused(inp, reason)
+        return node
 
     # -- changes ----------------------------------------------------------
 

@@ -180,6 +180,19 @@ class ScalarOp(PropsValue):
 # 0/1 bytes, and integer + - * through the unsigned type of the same width so
 # that overflow wraps as in NumPy (signed overflow is undefined in C).
 
+def c_exact(code):
+    """``code`` compiled without floating-point contraction.
+
+    GCC fuses ``a * b + c`` into one FMA by default (``-ffp-contract=fast``),
+    which rounds once where NumPy rounds twice: results would change with
+    fusion.  Element loops and the helpers they inline are wrapped in this
+    (inlining needs the same options on both sides).
+    """
+    return ("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
+            "#pragma GCC optimize (\"fp-contract=off\")\n#endif\n" + code +
+            "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif")
+
+
 def c_kind(dtype):
     """'f' (float), 'i' (signed int), 'u' (unsigned int), 'b' (bool) or 'c'."""
     return np.dtype(dtype).kind

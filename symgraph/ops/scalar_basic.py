@@ -10,7 +10,7 @@ as Theano did.
 import numpy as np
 
 from symgraph.ops.scalar import (BinaryScalarOp, FloatScalarOp, ScalarOp, UnaryScalarOp,
-                                 bool_out, c_ctype, c_fn, c_kind, c_lit, c_wrapping,
+                                 bool_out, c_ctype, c_exact, c_fn, c_kind, c_lit, c_wrapping,
                                  complex_to_real_out, float_out, int_or_bool_out,
                                  no_bool_out, same_out, upcast)
 
@@ -191,7 +191,7 @@ class IntDiv(BinaryScalarOp):
         return _c_helper("floordiv", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
 
     def c_support(self):
-        return (("sg_divmod_v1", _C_DIVMOD),)
+        return (("sg_divmod_v1", c_exact(_C_DIVMOD)),)
 
     name = "int_div"
 
@@ -209,7 +209,7 @@ class Mod(BinaryScalarOp):
         return _c_helper("mod", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
 
     def c_support(self):
-        return (("sg_divmod_v1", _C_DIVMOD),)
+        return (("sg_divmod_v1", c_exact(_C_DIVMOD)),)
 
     ufunc = np.mod
 
@@ -236,7 +236,7 @@ class Pow(BinaryScalarOp):
         return None
 
     def c_support(self):
-        return (("sg_ipow_v1", _C_IPOW),)
+        return (("sg_ipow_v1", c_exact(_C_IPOW)),)
 
     ufunc = np.power
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import scipy.special
 
-from symgraph.ops.scalar import (FloatScalarOp, UnaryScalarOp, c_fn, c_kind, c_lit,
+from symgraph.ops.scalar import (FloatScalarOp, UnaryScalarOp, c_exact, c_fn, c_kind, c_lit,
                                  complex_to_real_out, float_out)
 
 
@@ -34,7 +34,7 @@ class _Unary(FloatScalarOp):
         return f"{c_fn(name, out_dtype)}({', '.join(inputs)})"
 
     def c_support(self):
-        return (("sg_math_v1", _C_MATH),) if self.c_helper else ()
+        return (("sg_math_v1", c_exact(_C_MATH)),) if self.c_helper else ()
 
 
 # C helpers for the functions libm lacks.  Both sides of a choice are

@@ -374,8 +374,16 @@ class InputDestroyersLast(Feature):
                     if client != "output" and client not in late:
                         late.add(client)
                         stack.append(client)
-        early = fgraph.apply_nodes - late
-        return {d: set(early) for d in last} if early else {}
+        # The early nodes that no early node reads stand for all of them (the
+        # rest come before those through the data): k x sinks orderings, not
+        # k x nodes.
+        sinks = set()
+        for node in fgraph.apply_nodes:
+            if node not in late and not any(
+                    c != "output" and c not in late
+                    for out in node.outputs for c, _ in fgraph.clients.get(out, ())):
+                sinks.add(node)
+        return {d: sinks for d in last} if sinks else {}
 
 
 def _destroys(node):

@@ -19,6 +19,8 @@ from symgraph.tensor.basic import constant
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "uint8", "bool"]
+#: One dtype per element size: enough for kernels that only move bytes.
+MOVE_DTYPES = ["float64", "int32", "float16", "bool"]
 
 _assert = re.search(r"#define SG_ERR_ASSERTION (\d+)", (C_SRC / "sg_kernel.h").read_text())
 #: The kernel error kind each exception of perform maps to.
@@ -93,7 +95,7 @@ def consts(node):
 # Views
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", MOVE_DTYPES)
 def test_dimshuffle_views_over_layouts(dtype):
     x = T.tensor(dtype, shape=(None, 1, None), name="x")
     node = x.dimshuffle(2, "x", 0).owner
@@ -216,7 +218,7 @@ def test_reshape_errors(new):
 # New arrays
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", MOVE_DTYPES)
 def test_alloc_broadcasts_value(dtype):
     v = T.tensor(dtype, shape=(1, None), name="v")
     a, b, c = T.lscalar("a"), T.lscalar("b"), T.lscalar("c")

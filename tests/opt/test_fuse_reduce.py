@@ -175,3 +175,10 @@ def test_infer_shape_and_str():
     assert "Sum" in str(op) and "exp" in str(op)
     with pytest.raises(TypeError):
         ReduceOfElemwise(R.Argmax((0,)), T.exp(x).owner.op.scalar_op)
+
+
+def test_fused_kernel_on_zero_d_inputs():
+    x = T.scalar("x", dtype="float64")
+    y = T.scalar("y", dtype="float64")
+    node = ReduceOfElemwise(R.Max(None), (x * y).owner.op.scalar_op).make_node(x, y)
+    _same(node, [np.array(2.0), np.array(-3.0)], 0)

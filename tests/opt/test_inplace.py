@@ -349,7 +349,7 @@ def test_multi_output_fused_node_is_in_place_on_all_outputs_or_none(rng):
     s1, s2 = m.sum(axis=0), m.max(axis=0)
     args = [rng.normal(size=(4, 3))]
     a = T.exp(s1) + s2  # needed outside the fused region too: a second output
-    (f,) = assert_same_values([m], [a * s1, T.dot(m, a)], args, modes=(FAST_RUN, DEBUG))
+    f, _ = assert_same_values([m], [a * s1, T.dot(m, a)], args, modes=(FAST_RUN, DEBUG))
     (node,) = [n for n in destroyers(f) if len(n.outputs) == 2]
     assert sorted(dict(node.op.inplace_pattern)) == [0, 1]
     # One intermediate for two outputs: the node stays out of place.

@@ -366,9 +366,13 @@ def batched_dot_kernel(dtype, nbatch, x_ndim, y_ndim, x_broadcastable, y_broadca
             out_dims.append(f"in[{1 if xb else 0}].shape[{d}]")
         else:
             out_dims.append(f"in[0].shape[{d}]")
-            checks.append(_shape_check(
-                f"in[0].shape[{d}]", f"in[1].shape[{d}]", "BatchedDot", 0, 1,
-                f"differ in batch dimension {d} (%lld != %lld)"))
+            checks.append(f"""
+    if (in[0].shape[{d}] != in[1].shape[{d}]) {{   /* BatchedDot.perform's message */
+        char s0[128], s1[128];
+        sg_blas_shape_str(&in[0], s0, sizeof s0); sg_blas_shape_str(&in[1], s1, sizeof s1);
+        SG_FAIL(err, SG_ERR_VALUE, "BatchedDot: batch dimension {d} differs: shapes %s and %s",
+                s0, s1);
+    }}""")
     checks.append(_shape_check(f"in[0].shape[{x_ndim - 1}]", f"in[1].shape[{nb}]",
                                "BatchedDot", 0, 1,
                                f"are not aligned: dimension {x_ndim - 1} of the first (%lld) "

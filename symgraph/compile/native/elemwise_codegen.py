@@ -45,10 +45,11 @@ import platform
 
 from symgraph.compile.native.c_types import c_type, has_c_type
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, CKernel
+from symgraph.ops.scalar import c_exact
 
 __all__ = ["elemwise_kernel", "MVEC_SUPPORT", "EW_SUPPORT", "element_code"]
 
-KERNEL_VERSION = 1
+KERNEL_VERSION = 2
 
 # ---------------------------------------------------------------------------
 # libmvec declarations
@@ -375,17 +376,18 @@ def elemwise_kernel(node):
     # In-place kernels read and write the same memory: no restrict there
     # (ivdep still lets the compiler vectorize: elements are independent).
     restrict = "" if inplace else " restrict"
-    src.append("static int SG_FN(block)(int64_t n, char *const *p, const char *const *s) {")
+    block = ["static int SG_FN(block)(int64_t n, char *const *p, const char *const *s) {"]
     for k, i in enumerate(arrays):
-        src.append(f"    const {tin[i]} *{restrict} p{i} = (const {tin[i]} *)p[{k}];")
+        block.append(f"    const {tin[i]} *{restrict} p{i} = (const {tin[i]} *)p[{k}];")
     for k in range(nout):
-        src.append(f"    {tout[k]} *{restrict} o{k} = ({tout[k]} *)p[{len(arrays) + k}];")
+        block.append(f"    {tout[k]} *{restrict} o{k} = ({tout[k]} *)p[{len(arrays) + k}];")
     for i in scalars:
-        src.append(f"    const {tin[i]} s{i} = *(const {tin[i]} *)s[{i}];")
-    src.append("    int bad = 0;")
-    src.append("    #pragma GCC ivdep")
-    src.append("    for (int64_t i = 0; i < n; i++) " + _indent(body, 4))
-    src.append("    return bad;\n}")
+        block.append(f"    const {tin[i]} s{i} = *(const {tin[i]} *)s[{i}];")
+    block.append("    int bad = 0;")
+    block.append("    #pragma GCC ivdep")
+    block.append("    for (int64_t i = 0; i < n; i++) " + _indent(body, 4))
+    block.append("    return bad;\n}")
+    src.append(c_exact("\n".join(block)))  # no FMA contraction: NumPy's rounding
 
     # -- run ----------------------------------------------------------------------
     openmp = bool(config.openmp)

@@ -7,7 +7,7 @@ itself, or a fused element-wise expression), how elements combine, and in
 which dtype they accumulate.  The generated kernel works for any strides
 (negative and zero too) and any axis set:
 
-* at run time the shared planner (``SUPPORT``) drops size-1 dimensions, sorts
+* at run time the shared planner (``reduce_plan.SUPPORT``) drops size-1 dimensions, sorts
   the kept and the reduced dimensions by stride (largest first; argmax and
   argmin keep C order, because their index is the position in C order) and
   merges dimensions that every array steps through as one;
@@ -42,139 +42,16 @@ from dataclasses import dataclass
 
 from symgraph.compile.native.c_types import c_compute_type, c_type, has_c_type
 from symgraph.compile.native.kernel import CKernel
+from symgraph.compile.native.reduce_plan import MAX_INPUTS, SUPPORT, SUPPORT_KEY
 
 #: Bump when the generated code changes in a way its text would not show.
 VERSION = 1
-#: The most inputs a fused reduction's kernel takes (the planner's table width).
-MAX_INPUTS = 16
 #: Elements per pairwise block in path A (float sums).
 PAIR_BLOCK = 1024
 #: Elements per block for the other reductions (no pairwise combination).
 PLAIN_BLOCK = 16384
 #: Outputs accumulated together in path B.
 COL_CHUNK = 512
-
-# -- the shared run-time planner ------------------------------------------------
-
-SUPPORT_KEY = "sg_reduce_plan_v1"
-SUPPORT = r"""
-/* symgraph reductions: the run-time plan shared by every reduction kernel. */
-#define SG_RED_MAXIN %(maxin)d
-
-/* Kept (k*) and reduced (r*) dimensions after dropping size-1 dimensions,
- * sorting and merging; kstr[d][i] is input i's byte stride along kept
- * dimension d, ostr[d] the output's.  Both lists hold at least one dimension
- * (a dummy of size 1) so that kernels need no special case. */
-typedef struct {
-    int nk, nr;
-    int64_t ksize, rsize;
-    int64_t kshape[SG_MAXDIMS], rshape[SG_MAXDIMS], ostr[SG_MAXDIMS];
-    int64_t kstr[SG_MAXDIMS][SG_RED_MAXIN], rstr[SG_MAXDIMS][SG_RED_MAXIN];
-} sg_red_plan;
-
-/* How far one step along a dimension moves through all inputs. */
-static inline int64_t sg_red_key(const int64_t *s, int nin) {
-    int64_t t = 0;
-    for (int i = 0; i < nin; i++) t += s[i] < 0 ? -s[i] : s[i];
-    return t;
-}
-
-static void sg_red_swap(int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN], int64_t *ostr,
-                        int a, int b) {
-    int64_t t = shape[a]; shape[a] = shape[b]; shape[b] = t;
-    for (int i = 0; i < nin; i++) { t = str[a][i]; str[a][i] = str[b][i]; str[b][i] = t; }
-    if (ostr) { t = ostr[a]; ostr[a] = ostr[b]; ostr[b] = t; }
-}
-
-/* Largest stride first (stable insertion sort: there are few dimensions). */
-static void sg_red_sort(int n, int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN],
-                        int64_t *ostr) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && sg_red_key(str[j - 1], nin) < sg_red_key(str[j], nin); j--)
-            sg_red_swap(nin, shape, str, ostr, j - 1, j);
-}
-
-/* Merge dimension i into the one before it when every array (and the output,
- * for kept dimensions) steps through the pair as through one dimension. */
-static int sg_red_merge(int n, int nin, int64_t *shape, int64_t (*str)[SG_RED_MAXIN],
-                        int64_t *ostr) {
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (m > 0) {
-            int ok = !ostr || ostr[m - 1] == ostr[i] * shape[i];
-            for (int k = 0; ok && k < nin; k++) ok = str[m - 1][k] == str[i][k] * shape[i];
-            if (ok) {
-                shape[m - 1] *= shape[i];
-                for (int k = 0; k < nin; k++) str[m - 1][k] = str[i][k];
-                if (ostr) ostr[m - 1] = ostr[i];
-                continue;
-            }
-        }
-        if (m != i) {
-            shape[m] = shape[i];
-            for (int k = 0; k < nin; k++) str[m][k] = str[i][k];
-            if (ostr) ostr[m] = ostr[i];
-        }
-        m++;
-    }
-    return m;
-}
-
-/* The plan for reducing the dimensions flagged in `reduced` of an element-wise
- * shape `shape` (ndim dims) computed from `nin` inputs of that rank (an input
- * of size 1 in a dimension is broadcast: stride 0) into `out`. */
-static void sg_red_plan_build(sg_red_plan *p, int nin, const sg_array *in, int ndim,
-                              const int64_t *shape, const unsigned char *reduced,
-                              const sg_array *out, int sort_reduced) {
-    int j = 0;
-    p->nk = p->nr = 0;
-    p->ksize = p->rsize = 1;
-    for (int d = 0; d < ndim; d++) {
-        const int64_t n = shape[d];
-        if (reduced[d]) {
-            p->rsize *= n;
-            if (n != 1) {
-                const int r = p->nr++;
-                p->rshape[r] = n;
-                for (int k = 0; k < nin; k++)
-                    p->rstr[r][k] = in[k].shape[d] == 1 ? 0 : in[k].strides[d];
-            }
-        } else {
-            p->ksize *= n;
-            if (n != 1) {
-                const int c = p->nk++;
-                p->kshape[c] = n;
-                p->ostr[c] = out->strides[j];
-                for (int k = 0; k < nin; k++)
-                    p->kstr[c][k] = in[k].shape[d] == 1 ? 0 : in[k].strides[d];
-            }
-            j++;
-        }
-    }
-    sg_red_sort(p->nk, nin, p->kshape, p->kstr, p->ostr);
-    if (sort_reduced) sg_red_sort(p->nr, nin, p->rshape, p->rstr, NULL);
-    p->nk = sg_red_merge(p->nk, nin, p->kshape, p->kstr, p->ostr);
-    p->nr = sg_red_merge(p->nr, nin, p->rshape, p->rstr, NULL);
-    if (p->nk == 0) {
-        p->nk = 1; p->kshape[0] = 1; p->ostr[0] = 0;
-        for (int k = 0; k < nin; k++) p->kstr[0][k] = 0;
-    }
-    if (p->nr == 0) {
-        p->nr = 1; p->rshape[0] = 1;
-        for (int k = 0; k < nin; k++) p->rstr[0][k] = 0;
-    }
-}
-
-/* A shape as Python prints a tuple: "(2, 3)", "(4,)", "()". */
-static void sg_red_fmt_shape(char *buf, size_t cap, const int64_t *shape, int ndim) {
-    size_t n = (size_t)snprintf(buf, cap, "(");
-    for (int d = 0; d < ndim && n < cap; d++)
-        n += (size_t)snprintf(buf + n, cap - n, d ? ", %%lld" : "%%lld", (long long)shape[d]);
-    if (ndim == 1 && n < cap) n += (size_t)snprintf(buf + n, cap - n, ",");
-    if (n < cap) snprintf(buf + n, cap - n, ")");
-}
-""" % {"maxin": MAX_INPUTS}
-
 
 # -- what a kernel computes -----------------------------------------------------
 
@@ -197,7 +74,8 @@ class ReduceSpec:
     an empty group with ``{shape}`` where the shape goes (None: an empty group
     gives the identity).  ``fused``: check broadcasting as Elemwise does
     (``elemwise_name`` names it in messages) and hoist inputs that are
-    constant over a group.  ``support``/``headers``: what ``element`` needs.
+    constant over a group.  ``support``/``headers``: what ``element`` needs;
+    ``extra``: (key, value) items of the CKernel's ``extra`` (libraries).
     """
 
     kind: str
@@ -214,6 +92,7 @@ class ReduceSpec:
     in_compute: tuple = ()
     support: tuple = ()
     headers: tuple = ()
+    extra: tuple = ()
 
 
 def _c_string(text):
@@ -355,15 +234,18 @@ class _Gen:
         """SG_FN(eshape): the element-wise shape, with Elemwise's broadcast checks."""
         s = self.spec
         if not s.fused:
-            return (f"static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{\n"
+            return ("static int SG_FN(eshape)(const sg_array *in, int64_t *shape, "
+                    "sg_error *err) {\n"
                     f"    (void)err;\n"
                     f"    for (int d = 0; d < {self.ndim}; d++) shape[d] = in[0].shape[d];\n"
                     f"    return 0;\n}}\n")
-        rows = ", ".join("{" + ", ".join("1" if b else "0" for b in bc) + "}"
-                         for bc in s.in_broadcastable) if self.ndim else ""
+        # (a 0-d element-wise shape still gets a one-column table: C has no
+        # zero-length arrays)
+        rows = ", ".join("{" + (", ".join("1" if b else "0" for b in bc) or "0") + "}"
+                         for bc in s.in_broadcastable)
         name = _c_string(s.elemwise_name)
-        table = (f"    static const unsigned char bc[{self.nin}][{self.ndim}] = {{{rows}}};\n"
-                 if self.ndim else "")
+        table = (f"    static const unsigned char bc[{self.nin}][{max(1, self.ndim)}] = "
+                 f"{{{rows}}};\n")
         return f"""static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{
 {table}    for (int d = 0; d < {self.ndim}; d++) {{
         int64_t size = -1; int owner = 0;
@@ -374,7 +256,8 @@ class _Gen:
                 char shapes[400]; size_t n = 0;
                 for (int i = 0; i < {self.nin} && n < sizeof shapes; i++) {{
                     if (i) n += (size_t)snprintf(shapes + n, sizeof shapes - n, ", ");
-                    if (n < sizeof shapes) sg_red_fmt_shape(shapes + n, sizeof shapes - n, in[i].shape, in[i].ndim);
+                    if (n < sizeof shapes)
+                        sg_red_fmt_shape(shapes + n, sizeof shapes - n, in[i].shape, in[i].ndim);
                     n = strlen(shapes);
                 }}
                 SG_FAIL(err, SG_ERR_VALUE, "{name}: input %d has size %lld in dimension %d, "
@@ -498,7 +381,9 @@ class _Gen:
                 }}
             }}
             for (int w = {L // 2}; w > 0; w /= 2)
-                for (int l = 0; l < w; l++) {{ {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')} }}
+                for (int l = 0; l < w; l++) {{
+                    {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')}
+                }}
 {push}
         }}
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
@@ -548,7 +433,10 @@ class _Gen:
                     acc[j] = {self.comb('acc[j]', 'e')};
                 }}
             }}
-            for (int d = pl->nr - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+            for (int d = pl->nr - 1; d >= 0; d--) {{
+                if (++idx[d] < pl->rshape[d]) break;
+                idx[d] = 0;
+            }}
         }}
         if (os == (int64_t)sizeof({OUT})) {{
             {OUT} *w = ({OUT} *)ob + j0;
@@ -570,7 +458,8 @@ class _Gen:
         e_blk = self.elem({0: "q0[i0 + i]"}, "v")
         e_one = self.elem({0: "q0[i]"}, "v")
         e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
-        return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl, {ACC} best) {{
+        return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl,
+                                 {ACC} best) {{
     const int nro = pl->nr - 1;
     const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
     const int64_t outer = pl->rsize / n;
@@ -657,7 +546,7 @@ def reduce_kernel(spec):
         return None
     source = _Gen(spec).source()
     return CKernel(source=source, support=((SUPPORT_KEY, SUPPORT),) + tuple(spec.support),
-                   headers=tuple(spec.headers), version=VERSION)
+                   headers=tuple(spec.headers), version=VERSION, extra=dict(spec.extra))
 
 
 # -- the ops of symgraph.ops.reduce -------------------------------------------------
@@ -767,8 +656,18 @@ def fused_kernel(reduce_op, pre, node, elemwise_name):
                       empty_message=empty_message(reduce_op, kind,
                                                   tuple(reduce_op.axes(x[0].ndim))),
                       fused=True, elemwise_name=elemwise_name, in_compute=tuple(cin),
-                      support=tuple(pre.c_support()))
+                      **_vector_math(pre))
     return reduce_kernel(spec)
+
+
+def _vector_math(pre):
+    """Support code and link libraries for ``pre``'s C: libmvec's SIMD
+    declarations first (as the element-wise kernels do, so that expf & co.
+    vectorize inside the reduction loop too), then ``pre``'s helpers."""
+    from symgraph.compile.native.elemwise_codegen import MVEC_SUPPORT, _mvec_functions
+
+    extra = (("libraries", ("mvec",)),) if _mvec_functions() else ()
+    return {"support": (MVEC_SUPPORT,) + tuple(pre.c_support()), "extra": extra}
 
 
 def pre_body(pre, names, in_dtypes, out_dtype):
