@@ -364,10 +364,19 @@ class Function:
                          for i, o in maker.update_index.items()]
         # An update written in place into its own shared variable's buffer
         # (inplace phase) needs no copy; one aliasing any other input does.
-        self._update_copy = [self._aliases_input(fgraph.outputs[o], own=fgraph.inputs[i])
-                             for i, o in maker.update_index.items()]
+        # Two updates with one value would leave two shared variables on one
+        # buffer, which an in-place update of either would overwrite: copy.
+        self._update_copy, seen = [], set()
+        for i, o in maker.update_index.items():
+            root = fgraph.get_feature(DestroyHandler).view_root(fgraph.outputs[o])
+            self._update_copy.append(
+                self._aliases_input(fgraph.outputs[o], own=fgraph.inputs[i]) or root in seen)
+            seen.add(root)
+        # Inputs the graph may overwrite (In(mutable=True)): their arrays are
+        # checked on each call (_guard_mutable), so not on the C fast path.
+        self._mutable = [k for k, spec in enumerate(maker.in_specs) if spec.mutable]
         if native is not None and self.profile is None and \
-                not isinstance(maker.mode, DebugMode):
+                not isinstance(maker.mode, DebugMode) and not self._mutable:
             self._configure_fast_path()
 
     def _configure_fast_path(self):
@@ -392,13 +401,39 @@ class Function:
 
     def _outputs_needing_copy(self):
         fg = self.maker.fgraph
+        handler = fg.get_feature(DestroyHandler)
+        # An output that is (a view of) an update's value would share its
+        # memory with the shared variable, which a later call may overwrite
+        # in place.
+        update_roots = {handler.view_root(fg.outputs[o])
+                        for o in self.maker.update_index.values()}
         flags, seen = [], set()
         for k, spec in enumerate(self.maker.out_specs):
             var = fg.outputs[k]
-            copy_it = (not spec.borrow and self._aliases_input(var)) or var in seen
+            copy_it = (not spec.borrow and (self._aliases_input(var) or
+                                            handler.view_root(var) in update_roots)) \
+                or var in seen
             seen.add(var)
             flags.append(copy_it)
         return flags
+
+    def _guard_mutable(self, values):
+        """Copy a mutable input's array when overwriting it would be wrong: it
+        is read-only, or another input or a shared value uses its memory."""
+        if not self._mutable:
+            return values
+        values = list(values)
+        for k in self._mutable:
+            value = values[k]
+            if not isinstance(value, np.ndarray):
+                continue
+            others = [v for j, v in enumerate(values) if j != k] + \
+                [c[0] for c in self._shared_cells]
+            if not value.flags.writeable or any(
+                    isinstance(o, np.ndarray) and np.may_share_memory(value, o)
+                    for o in others):
+                values[k] = np.array(value, copy=True)
+        return values
 
     reference = None
 
@@ -412,7 +447,7 @@ class Function:
                 self._explain_failure(exc)
         if self.native is not None:
             return self._call_native(args, kwargs)
-        values = self._bind(args, kwargs)
+        values = self._guard_mutable(self._bind(args, kwargs))
         expected = self.reference(*values) if self.reference is not None else None
         for cell, value in zip(self.input_cells, values):
             cell[0] = value
@@ -445,12 +480,13 @@ class Function:
             values, check = self._bind(args, kwargs), False
         else:
             values, check = args, not self.trust_input
+        values = self._guard_mutable(values)
         expected = self.reference(*values) if self.reference is not None else None
         start = time.perf_counter()
         outs = self._run_program(values, check)
         if outs is None:
             # The C check takes exact arrays only: convert (or explain) in Python.
-            outs = self._run_program(self._bind(args, kwargs), False)
+            outs = self._run_program(self._guard_mutable(self._bind(args, kwargs)), False)
         n = self.maker.n_outputs
         results = [np.array(r, copy=True) if c and isinstance(r, np.ndarray) else r
                    for r, c in zip(outs[:n], self._copy_output)]

@@ -48,33 +48,31 @@ from symgraph.opt.rewriter import graph_rewriter
 def _elemwise_candidates(node):
     """For each output, the inputs it could overwrite; None when the node is
     not eligible.  Every output must get one: the native kernel ABI has one
-    kind per node (INPLACE means output k is the array of input k's choice),
-    so a node is made in place all at once or not at all."""
+    kind per node (INPLACE: every output k is the array of its input
+    ``inplace_of[k]``), so a node goes in place all at once or not at all."""
     from symgraph.ops.elemwise import Elemwise
 
     op = node.op
-    if not isinstance(op, Elemwise) or op.inplace_pattern or _elemwise_with(op, {}) is None:
+    if not isinstance(op, Elemwise) or op.inplace_pattern:
         return None
+    if type(op) is not Elemwise and not hasattr(op, "with_inplace_pattern"):
+        return None  # an unknown subclass: its constructor may differ
     # Same dtype and static shape: an input that broadcasts (or whose static
     # shape says less than the output's) cannot hold the result.
     return [(o, [i for i, inp in enumerate(node.inputs) if inp.type == out.type])
             for o, out in enumerate(node.outputs)]
 
 
-def _elemwise_with(op, pattern):
-    """``op`` with ``pattern`` {output: input} as its inplace_pattern."""
+def _elemwise_build(node, pattern):
+    """``node``'s op with ``pattern`` {output: input} as its inplace_pattern,
+    applied to the node's inputs."""
     from symgraph.ops.elemwise import Elemwise
 
+    op = node.op
     maker = getattr(op, "with_inplace_pattern", None)
     if maker is not None:  # a subclass that knows how to copy itself
-        return maker(pattern)
-    if type(op) is not Elemwise:
-        return None  # an unknown subclass: its constructor may differ
-    return Elemwise(op.scalar_op, inplace_pattern=pattern, name=op.name)
-
-
-def _elemwise_build(node, pattern):
-    return _elemwise_with(node.op, pattern)(*node.inputs)
+        return maker(pattern)(*node.inputs)
+    return Elemwise(op.scalar_op, inplace_pattern=pattern, name=op.name)(*node.inputs)
 
 
 def _incsubtensor_candidates(node):
@@ -244,6 +242,8 @@ def _apply(fgraph, batch, build, name, verbose):
     checkpoint = history.checkpoint()
     try:
         for node, pattern in batch:
+            if node not in fgraph.apply_nodes:
+                continue
             new_outputs = build(node, pattern)
             if not isinstance(new_outputs, (list, tuple)):
                 new_outputs = [new_outputs]

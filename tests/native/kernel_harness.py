@@ -6,6 +6,7 @@ without going through function(): ``run_kernel(node, [arrays]) -> [arrays]``.
 
 import ctypes
 import hashlib
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -47,12 +48,13 @@ def compile_kernel(kernel, openmp=False):
     if digest in _LIBS:
         return _LIBS[digest]
     _BUILD_DIR.mkdir(exist_ok=True)
-    src = _BUILD_DIR / f"{digest}.c"
     lib_path = _BUILD_DIR / f"{digest}.so"
     if not lib_path.exists():
+        # Per-process names: test workers may build the same kernel at once.
+        src = _BUILD_DIR / f"{digest}.{os.getpid()}.c"
         src.write_text(source)
         flags = FLAGS + (["-fopenmp"] if openmp or kernel.openmp else [])
-        tmp = lib_path.with_suffix(f".{digest}.tmp")
+        tmp = _BUILD_DIR / f"{digest}.{os.getpid()}.tmp"
         proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode:

@@ -112,6 +112,8 @@ def values(dtype, rng, n=64):
         if dtype.kind == "i":
             special += [-1, -2, -3, -7]
         rand = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True)
+    if dtype.kind in "iu":
+        return np.array(special, dtype=dtype), rand.astype(dtype)
     return np.array(special).astype(dtype), rand.astype(dtype)
 
 

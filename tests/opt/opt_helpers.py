@@ -15,11 +15,19 @@ def has_op(fgraph, kind):
 
 
 def count_op(fgraph, kind):
-    """How many nodes of ``fgraph`` match ``kind`` (see has_op)."""
+    """How many nodes of ``fgraph`` match ``kind`` (see has_op); the members of a
+    fused Elemwise(Composite) count as nodes."""
+    from symgraph.ops.composite import Composite
+
     n = 0
     for node in fgraph.apply_nodes:
         if issubclass(kind, ScalarOp):
-            n += isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, kind)
+            if not isinstance(node.op, Elemwise):
+                continue
+            scalar_op = node.op.scalar_op
+            members = [op for op, _ in scalar_op.nodes] if isinstance(scalar_op, Composite) \
+                else [scalar_op]
+            n += sum(isinstance(op, kind) for op in members)
         else:
             n += isinstance(node.op, kind)
     return n

@@ -298,6 +298,20 @@ def test_updates_that_read_each_other_stay_simultaneous():
     np.testing.assert_allclose(b.get_value(), [110.0, 880.0])
 
 
+def test_two_updates_with_one_value_do_not_share_a_buffer(vec):
+    a = shared(np.zeros(7), name="a")
+    b = shared(np.zeros(7), name="b")
+    x = T.dvector("x")
+    f = function([x], [], updates=[(a, T.exp(x)), (b, T.exp(x))])
+    triple = function([], [], updates=[(a, a * 3)])
+    assert [v.name for v in destroyed_vars(triple)] == ["a"]
+    f(vec)
+    assert not np.shares_memory(a.get_value(borrow=True), b.get_value(borrow=True))
+    triple()
+    np.testing.assert_allclose(a.get_value(), 3 * np.exp(vec))
+    np.testing.assert_allclose(b.get_value(), np.exp(vec))
+
+
 def test_failing_call_leaves_in_place_updated_shared_values_alone():
     w = shared(np.array([1.0, 2.0]), name="w")
     c = shared(np.array(0.0), name="counter")
@@ -325,6 +339,27 @@ def test_mutable_input_may_be_overwritten(vec):
     arg = vec.copy()
     plain(arg)
     np.testing.assert_array_equal(arg, vec)
+
+
+@pytest.mark.parametrize("linker", ["c|py", "py"])
+def test_mutable_input_is_copied_when_overwriting_it_would_be_wrong(vec, linker):
+    x, y = T.dvectors("x", "y")
+    mode = Mode(optimizer="fast_run", linker=linker)
+    f = function([In(x, mutable=True), y], [T.exp(x) + 1, y * 2], mode=mode)
+    assert [v.name for v in destroyed_vars(f)] == ["x"]
+    arg = vec.copy()
+    got = f(arg, arg)  # the same array for x and for y, which is never modified
+    np.testing.assert_allclose(got[0], np.exp(vec) + 1)
+    np.testing.assert_allclose(got[1], vec * 2)
+    np.testing.assert_array_equal(arg, vec)
+    frozen = vec.copy()
+    frozen.flags.writeable = False
+    np.testing.assert_allclose(f(frozen, vec)[0], np.exp(vec) + 1)
+    np.testing.assert_array_equal(frozen, vec)
+    w = shared(vec.copy(), name="w")
+    g = function([In(x, mutable=True)], T.exp(x) * w, mode=mode)
+    np.testing.assert_allclose(g(w.get_value(borrow=True)), np.exp(vec) * vec)
+    np.testing.assert_array_equal(w.get_value(), vec)
 
 
 def test_mutable_input_that_is_also_an_output_is_not_overwritten(vec):
@@ -363,15 +398,21 @@ def test_multi_output_fused_node_is_in_place_on_all_outputs_or_none(rng):
 # Outputs handed to the caller
 
 
-def test_returned_outputs_survive_later_calls(vec):
+def test_returned_outputs_survive_later_calls(vec, rng):
     x = T.dvector("x")
+    m = T.dmatrix("m")
     w = shared(np.ones(7), name="w")
-    for mode in (FAST_RUN, NO_FUSION):
-        f = function([x], [(T.exp(x) + 1) * 2, w * x], updates=[(w, w + 1)], mode=mode)
-        first = f(vec)
+    args = [vec, rng.normal(size=(7, 7))]
+    for mode in (FAST_RUN, NO_FUSION, Mode(optimizer="fast_run", linker="py")):
+        # Results written in place into intermediates (dot, sum) and into w.
+        outs = [(T.exp(x) + 1) * 2, T.tanh(T.dot(m, x)) + 1, T.exp(m.sum(axis=0)) * 3,
+                w * x, w + 1]
+        f = function([x, m], outs, updates=[(w, w + 1)], mode=mode)
+        assert len(destroyers(f)) >= 3
+        first = f(*args)
         kept = [np.copy(a) for a in first]
-        f(vec + 1)
-        f(vec * 3)
+        f(args[0] + 1, args[1] * 2)
+        f(args[0] * 3, args[1] - 1)
         for a, b in zip(first, kept):
             np.testing.assert_array_equal(a, b)
 

@@ -21,6 +21,7 @@ package data.
 """
 
 import contextlib
+import functools
 import hashlib
 import os
 import platform
@@ -41,6 +42,8 @@ __all__ = [
 BASE_FLAGS = (
     "-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11",
     "-fno-math-errno", "-fno-trapping-math", "-fno-semantic-interposition",
+    # No fused multiply-add contraction: fused code must round as NumPy does.
+    "-ffp-contract=off",
     "-Wno-unused-function",
 )
 
@@ -189,12 +192,26 @@ def c_src_dir():
     return path
 
 
+@functools.lru_cache(maxsize=None)
+def mvec_available():
+    """True where glibc's vector math library (libmvec) can be linked."""
+    import ctypes.util
+    import platform
+
+    return platform.machine() in ("x86_64", "AMD64") and \
+        ctypes.util.find_library("mvec") is not None
+
+
 def base_flags(openmp=False):
     """The compiler flags (a tuple) for a library, without include folders:
     what the cache key must hash."""
     from symgraph.config import config
 
     flags = list(BASE_FLAGS)
+    if mvec_available():
+        # glibc's vector math library: kernels declare its SIMD variants of
+        # expf, tanhf, ... under SG_USE_MVEC (math.h only does so with -ffast-math).
+        flags.append("-DSG_USE_MVEC")
     if openmp and config.openmp:
         flags.append("-fopenmp")
     flags += shlex.split(config.gcc.cxxflags)
@@ -241,7 +258,8 @@ def compile_library(source, out_path, *, openmp=False, include_dirs=(), extra_fl
     command += ["-I", str(c_src_dir())]
     for folder in include_dirs:
         command += ["-I", str(folder)]
-    command += ["-o", str(out_path), str(source_path), *extra_flags, "-lm"]
+    libraries = ["-lmvec"] if mvec_available() else []
+    command += ["-o", str(out_path), str(source_path), *extra_flags, *libraries, "-lm"]
     start = time.perf_counter()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace",

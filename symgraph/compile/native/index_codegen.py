@@ -15,13 +15,12 @@ Error messages repeat ``perform``'s; an index array of more than 10 elements
 is printed as ``array([...])`` without NumPy's column alignment and dtype.
 """
 
-import numpy as np
-
 from symgraph.compile.native.c_types import c_type
-from symgraph.compile.native.kernel import INPLACE, VIEW
+from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
 from symgraph.compile.native.shape_codegen import (SUPPORT, all_have_c_types, c_str, itemsize,
                                                    kernel, read_int)
 from symgraph.ops.subtensor import FULL_SLICE, SYMBOLIC, SliceSpec
+from symgraph.tensor.type import INT_DTYPES
 
 INDEX_SUPPORT_KEY = "sg_ix_support_v1"
 
@@ -77,8 +76,8 @@ static int sg_ix_find_oob(const sg_array *a, sg_ix_reader rd, int64_t n, int64_t
 
 def _reader_support(dtype):
     """(key, code) of ``sg_ix_rd_<dtype>``: an index of ``dtype`` as int64."""
-    return (f"sg_ix_rd_{dtype}",
-            f"static int64_t sg_ix_rd_{dtype}(const char *p) {{ return {read_int(dtype, 'p')}; }}\n")
+    body = f"return {read_int(dtype, 'p')};"
+    return (f"sg_ix_rd_{dtype}", f"static int64_t sg_ix_rd_{dtype}(const char *p) {{ {body} }}\n")
 
 
 def _inc_support(dtype):
@@ -108,7 +107,13 @@ static void sg_ix_inc_{dtype}(const sg_sh_plan *p, char *dst, const char *src) {
     return (f"sg_ix_inc_{dtype}", code)
 
 
+def _join_tuple(puts):
+    """C statements printing a tuple from the statements printing its items."""
+    return ' sg_sh_put(&m, ", "); '.join(puts) + (' sg_sh_put(&m, ",");' if len(puts) == 1 else "")
+
+
 def _support(*extra):
+    """The support code of an index kernel: shared helpers, then ``extra``."""
     return SUPPORT + ((INDEX_SUPPORT_KEY, INDEX_SUPPORT_CODE),) + tuple(extra)
 
 
@@ -123,7 +128,7 @@ def _basic_index(op, node, first, base, x_name):
               for i, v in enumerate(node.inputs[first:])]
     lines = [f"    int64_t q[{max(len(values), 1)}];"]
     lines += [f"    q[{i}] = {v};" for i, v in enumerate(values)]
-    parts, shown, q = [], [], iter(range(len(values)))
+    parts, q = [], iter(range(len(values)))
 
     def part(p):
         if p == SYMBOLIC:
@@ -143,8 +148,7 @@ def _basic_index(op, node, first, base, x_name):
         args = "".join(f", (long long){v}" for v in items if v is not None)
         text = f"slice({fmt})" if kind == "slice" else fmt
         put.append(f'sg_sh_put(&m, "{text}"{args});')
-    put_index = ' sg_sh_put(&m, ", "); '.join(put) + \
-        (' sg_sh_put(&m, ",");' if len(put) == 1 else "")
+    put_index = _join_tuple(put)
     lines.append(f"    char *data = {base}->data;\n    int od = 0;")
     for dim, (kind, value) in enumerate(parts):
         lines.append(f"    {{\n        int64_t n = {base}->shape[{dim}];")
@@ -177,7 +181,7 @@ def _basic_index(op, node, first, base, x_name):
                 lines.append(f"""        {name} = {v};
         if ({name} < 0) {{ {name} += n; if ({name} < 0) {name} = step < 0 ? -1 : 0; }}
         else if ({name} >= n) {name} = step < 0 ? n - 1 : n;""")
-        lines.append(f"""        if (step < 0) len = stop < start ? (start - stop - 1) / (-step) + 1 : 0;
+        lines.append(f"""        if (step < 0) len = stop < start ? (start - stop - 1) / -step + 1 : 0;
         else len = start < stop ? (stop - start - 1) / step + 1 : 0;
         if (len == 0) {{ start = 0; step = 1; }}
         data += start * {base}->strides[{dim}];
@@ -236,7 +240,8 @@ def _copy_input(node, kind):
 
 
 def _update_kind(op):
-    return (INPLACE, {"inplace_of": (0,)}) if op.inplace else ("compute", {})
+    """The kernel kind of an update op and its CKernel aliasing arguments."""
+    return (INPLACE, {"inplace_of": (0,)}) if op.inplace else (COMPUTE, {})
 
 
 def inc_subtensor_kernel(op, node):
@@ -283,8 +288,7 @@ def _advanced_entries(op, node, first):
             continue
         i = next(inputs)
         var = node.inputs[i]
-        if var.dtype == "bool" or var.dtype not in ("int8", "int16", "int32", "int64", "uint8",
-                                                    "uint16", "uint32", "uint64"):
+        if var.dtype not in INT_DTYPES:  # boolean masks run in Python
             return None
         kinds.append(("array" if var.ndim else "scalar", i))
     positions = [d for d, k in enumerate(kinds) if k is not None]
@@ -313,10 +317,12 @@ def _advanced_prelude(op, node, first, p, entries, base):
         if kind == "const":
             put.append(f'sg_sh_put(&m, "{value}");')
         elif kind == "scalar":
-            put.append(f'sg_sh_put(&m, "%lld", (long long){read_int(node.inputs[value].dtype, f"in[{value}].data")});')
+            v = read_int(node.inputs[value].dtype, f"in[{value}].data")
+            put.append(f'sg_sh_put(&m, "%lld", (long long){v});')
         else:
-            put.append(f"sg_ix_put_array(&m, &in[{value}], sg_ix_rd_{node.inputs[value].dtype});")
-    put_index = ' sg_sh_put(&m, ", "); '.join(put) + (' sg_sh_put(&m, ",");' if len(put) == 1 else "")
+            put.append(f"sg_ix_put_array(&m, &in[{value}], "
+                       f"sg_ix_rd_{node.inputs[value].dtype});")
+    put_index = _join_tuple(put)
     fail = f"""sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_INDEX);
             sg_sh_put(&m, "%s: index (", {c_str(op)}); {put_index}
             sg_sh_put(&m, ") is out of bounds for %s of shape ", {c_str(node.inputs[0])});
@@ -351,7 +357,8 @@ def _advanced_prelude(op, node, first, p, entries, base):
                       f'sg_sh_put(&m, " ");' for _, i in arrays)
     lines.append(f"""    if (mismatch) {{
             {fail}
-            sg_sh_put(&m, "shape mismatch: indexing arrays could not be broadcast together with shapes ");
+            sg_sh_put(&m, "shape mismatch: indexing arrays could not be broadcast "
+                          "together with shapes ");
             {shapes}
             sg_sh_put(&m, ")");
             return 1;
@@ -361,7 +368,8 @@ def _advanced_prelude(op, node, first, p, entries, base):
     (void)fixed; (void)bsize;""")
     check = []
     for j, i in arrays:
-        check.append(f"""        if (sg_ix_find_oob(&in[{i}], sg_ix_rd_{node.inputs[i].dtype}, in[0].shape[{p + j}], &bad)) {{
+        reader = f"sg_ix_rd_{node.inputs[i].dtype}"
+        check.append(f"""        if (sg_ix_find_oob(&in[{i}], {reader}, in[0].shape[{p + j}], &bad)) {{
             {fail}
             sg_sh_put(&m, "index %lld is out of bounds for axis {p + j} with size %lld)",
                       (long long)bad, (long long)in[0].shape[{p + j}]);
@@ -396,13 +404,17 @@ def _advanced_loop(node, p, entries, nb, xside, dense, gather, body1, body):
         arr_step.append(f"ap{a} += as{a}[k];")
         arr_back.append(f"ap{a} -= as{a}[k] * cnt_shape[k];")
     return f"""    int64_t cnt_shape[{max(nit, 1)}], xs[{max(nit, 1)}], cnt[{max(nit, 1)}];
-    for (int d = 0; d < {p}; d++) {{ cnt_shape[d] = {xside}->shape[d]; xs[d] = {xside}->strides[d]; }}
+    for (int d = 0; d < {p}; d++) {{
+        cnt_shape[d] = {xside}->shape[d];
+        xs[d] = {xside}->strides[d];
+    }}
     for (int b = 0; b < {nb}; b++) {{ cnt_shape[{p} + b] = bshape[b]; xs[{p} + b] = 0; }}
     int64_t total = 1;
     for (int d = 0; d < {nit}; d++) {{ total *= cnt_shape[d]; cnt[d] = 0; }}
 {chr(10).join(arr_decl)}
     sg_sh_plan plan;
-    sg_sh_plan_init(&plan, {inner}, {xside}->shape + {p + k}, {_plan_strides(gather, xside, p, k, nb)});
+    sg_sh_plan_init(&plan, {inner}, {xside}->shape + {p + k},
+                    {_plan_strides(gather, xside, p, k, nb)});
     char *xo = {xside}->data + fixed;
     char *dp = (char *)({dense});
     for (int64_t e = 0; e < total; e++) {{
@@ -455,6 +467,7 @@ def advanced_subtensor_kernel(op, node):
 
 
 def _readers(node, entries):
+    """Support code reading each index dtype of ``entries``."""
     dtypes = sorted({str(node.inputs[i].dtype) for kind, i in entries if kind != "const"})
     return [_reader_support(d) for d in dtypes]
 

@@ -27,7 +27,7 @@ from symgraph.compile.native.kernel import COMPUTE, VIEW, CKernel
 # ---------------------------------------------------------------------------
 # Support code shared by the shape and index kernels
 
-SUPPORT_KEY = "sg_sh_support_v1"
+SUPPORT_KEY = "sg_sh_support_v2"
 
 SUPPORT_CODE = r"""
 /* ---- symgraph shape/index kernels: copy plans and error messages ---- */
@@ -180,7 +180,9 @@ static void sg_sh_copy_flat(const sg_array *dst, const sg_array *src, int64_t it
 }
 
 /* An unsigned 64-bit index as a signed one (huge values stay out of bounds). */
-static inline int64_t sg_sh_u64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+static inline int64_t sg_sh_u64(uint64_t v) {
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
 
 /* Error messages, built piece by piece into err->msg. */
 typedef struct { sg_error *err; size_t len; } sg_sh_msg;
@@ -208,14 +210,6 @@ static void sg_sh_put_shape(sg_sh_msg *m, const int64_t *shape, int ndim) {
     for (int d = 0; d < ndim; d++) sg_sh_put(m, d ? ", %lld" : "%lld", (long long)shape[d]);
     sg_sh_put(m, ndim == 1 ? ",)" : ")");
 }
-
-/* A shape-specification error raises AssertionError when the runtime has a
-   kind for it, ValueError otherwise. */
-#ifdef SG_ERR_ASSERTION
-#define SG_SH_ERR_ASSERT SG_ERR_ASSERTION
-#else
-#define SG_SH_ERR_ASSERT SG_ERR_VALUE
-#endif
 """
 
 SUPPORT = ((SUPPORT_KEY, SUPPORT_CODE),)
@@ -249,6 +243,7 @@ def all_have_c_types(node):
 
 
 def itemsize(dtype):
+    """The size in bytes of one element of ``dtype``."""
     return np.dtype(dtype).itemsize
 
 
@@ -328,7 +323,7 @@ def specify_shape_kernel(op, node):
     for (int k = 0; k < {len(known)}; k++) {{
         int dim = known[k];
         if (in[0].shape[dim] == want[dim]) continue;
-        sg_sh_msg m = sg_sh_msg_start(err, SG_SH_ERR_ASSERT);
+        sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_ASSERTION);
         sg_sh_put(&m, "SpecifyShape: %s was specified to have shape (", {c_str(node.inputs[0])});
         for (int d = 0; d < {ndim}; d++) {{
             if (d) sg_sh_put(&m, ", ");
@@ -413,7 +408,8 @@ def reshape_kernel(op, node):
     if (n != {ndim}) {{
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
         sg_sh_put(&m, "%s: the shape (", {c_str(op)});
-        for (int64_t i = 0; i < n; i++) sg_sh_put(&m, i ? ", np.{shp_dtype}(%lld)" : "np.{shp_dtype}(%lld)", (long long){entry});
+        for (int64_t i = 0; i < n; i++)  /* perform prints NumPy scalars */
+            sg_sh_put(&m, "%snp.{shp_dtype}(%lld)", i ? ", " : "", (long long){entry});
         sg_sh_put(&m, "%s has %lld entries, expected {ndim}", n == 1 ? ",)" : ")", (long long)n);
         return 1;
     }}
