@@ -10,12 +10,14 @@ Python steps that call ``perform``.
 """
 
 import ctypes
+import functools
+import hashlib
 import os
 import time
 
 import numpy as np
 
-from symgraph.compile.native.assemble import assemble, kernel_prefix
+from symgraph.compile.native.assemble import C_SRC, assemble, kernel_prefix
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
 from symgraph.config import config
 from symgraph.graph.basic import Constant
@@ -51,10 +53,21 @@ def node_kernel(node):
     return getter(node)
 
 
+@functools.lru_cache(maxsize=1)
+def _headers_digest():
+    """A hash of every header in c_src/: kernels include them, so they are part of
+    every kernel's key (editing sg_kernel.h must not reuse stale builds)."""
+    digest = hashlib.sha256()
+    for path in sorted(C_SRC.glob("*.h")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _kernel_key(kernel):
     from symgraph.compile.native.cache import environment_parts, make_key
 
-    return make_key(source=assemble([("k", kernel)]), kind=kernel.kind,
+    return make_key(source=assemble([("k", kernel)]), headers=_headers_digest(),
+                    kind=kernel.kind,
                     aliases=repr((kernel.view_of, kernel.inplace_of)),
                     version=f"{kernel.version}.{KERNEL_FORMAT_VERSION}",
                     **environment_parts(openmp=kernel.openmp))
@@ -148,7 +161,8 @@ def _compile_in_parallel(cache, missing):
     def build_group(group):
         source = assemble([(prefix, missing[key]) for key, prefix in group])
         openmp = any(missing[key].openmp for key, _ in group)
-        lib_key = make_key(source=source, kernels=",".join(k for k, _ in group),
+        lib_key = make_key(source=source, headers=_headers_digest(),
+                           kernels=",".join(k for k, _ in group),
                            **environment_parts(openmp=openmp))
 
         def build(tmp_dir):
