@@ -500,7 +500,7 @@ class Real(UnaryScalarOp):
     output_dtype = staticmethod(complex_to_real_out)
 
     def impl(self, x):
-        return np.real(x)
+        return np.array(np.real(x), copy=True)  # np.real gives a view
 
 
 class Imag(UnaryScalarOp):
@@ -512,7 +512,7 @@ class Imag(UnaryScalarOp):
     output_dtype = staticmethod(complex_to_real_out)
 
     def impl(self, x):
-        return np.imag(x)
+        return np.array(np.imag(x), copy=True)  # np.imag gives a view
 
 
 class Conj(UnaryScalarOp):
