@@ -128,40 +128,35 @@ def _broadcast_shape(a, b, shapes):
     return out[2 - max(a.ndim, b.ndim):]
 
 
+def assert_same_as_unoptimized(case, optimizer, linker):
+    """The graph compiled with ``optimizer``/``linker`` gives the unoptimized
+    Python result: same shape, same dtype, same values."""
+    inputs, out, values = case
+    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
+    other = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=optimizer, linker=linker))
+    expected = plain(*values)
+    got = other(*values)
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(graphs())
 def test_optimized_equals_unoptimized(case):
     # The Python linker: this checks the rewrites, on many graphs, quickly.
-    inputs, out, values = case
-    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
-    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run", linker="py"))
-    expected = plain(*values)
-    got = fast(*values)
-    assert np.shape(got) == np.shape(expected)
-    assert np.asarray(got).dtype == np.asarray(expected).dtype
-    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+    assert_same_as_unoptimized(case, "fast_run", "py")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(graphs())
 def test_native_optimized_equals_python_unoptimized(case):
     # Native code (fused loops, reductions) on random graphs: each example compiles.
-    inputs, out, values = case
-    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
-    fast = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer="fast_run", linker="c|py"))
-    expected = plain(*values)
-    got = fast(*values)
-    assert np.shape(got) == np.shape(expected)
-    assert np.asarray(got).dtype == np.asarray(expected).dtype
-    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+    assert_same_as_unoptimized(case, "fast_run", "c|py")
 
 
 @pytest.mark.parametrize("optimizer", ["fast_compile", "merge"])
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=graphs())
 def test_other_optimizers_keep_values(optimizer, case):
-    inputs, out, values = case
-    plain = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=None, linker="py"))
-    other = symgraph.function(inputs, out, mode=symgraph.Mode(optimizer=optimizer, linker="py"))
-    np.testing.assert_allclose(other(*values), plain(*values), rtol=1e-9, atol=1e-12,
-                               equal_nan=True)
+    assert_same_as_unoptimized(case, optimizer, "py")
