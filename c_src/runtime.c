@@ -18,6 +18,22 @@
 #include "sg_kernel.h"
 #include <time.h>
 
+/* The module's name: "symgraph._runtime" when setup.py builds it into the
+ * package at install time (-DSG_RUNTIME_PACKAGED), "symgraph_runtime" when
+ * symgraph/compile/native/runtime.py builds it through the compile cache.
+ * SG_RUNTIME_SOURCE_HASH (set by setup.py) lets the loader see that an
+ * installed build is older than this file. */
+#ifdef SG_RUNTIME_PACKAGED
+#define SG_RUNTIME_NAME "symgraph._runtime"
+#define SG_RUNTIME_INIT PyInit__runtime
+#else
+#define SG_RUNTIME_NAME "symgraph_runtime"
+#define SG_RUNTIME_INIT PyInit_symgraph_runtime
+#endif
+#ifndef SG_RUNTIME_SOURCE_HASH
+#define SG_RUNTIME_SOURCE_HASH ""
+#endif
+
 typedef int (*sg_run_fn)(const sg_array *, sg_array *, sg_error *);
 typedef int (*sg_shape_fn)(const sg_array *, int64_t *, sg_error *);
 
@@ -595,7 +611,7 @@ static PyGetSetDef Program_getset[] = {
 
 static PyTypeObject ProgramType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "symgraph_runtime.Program",
+    .tp_name = SG_RUNTIME_NAME ".Program",
     .tp_basicsize = sizeof(Program),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A compiled function's schedule of native and Python steps.",
@@ -607,19 +623,20 @@ static PyTypeObject ProgramType = {
 };
 
 static struct PyModuleDef runtime_module = {
-    PyModuleDef_HEAD_INIT, "symgraph_runtime",
+    PyModuleDef_HEAD_INIT, SG_RUNTIME_NAME,
     "symgraph's native runtime (see c_src/runtime.c).", -1, NULL,
 };
 
-PyMODINIT_FUNC PyInit_symgraph_runtime(void) {
+PyMODINIT_FUNC SG_RUNTIME_INIT(void) {
     import_array();
     if (PyType_Ready(&ProgramType) < 0) return NULL;
     PyObject *m = PyModule_Create(&runtime_module);
     if (m == NULL) return NULL;
     Py_INCREF(&ProgramType);
     PyModule_AddObject(m, "Program", (PyObject *)&ProgramType);
-    InputMismatch = PyErr_NewException("symgraph_runtime.InputMismatch", PyExc_TypeError, NULL);
+    InputMismatch = PyErr_NewException(SG_RUNTIME_NAME ".InputMismatch", PyExc_TypeError, NULL);
     Py_INCREF(InputMismatch);
     PyModule_AddObject(m, "InputMismatch", InputMismatch);
+    PyModule_AddStringConstant(m, "source_hash", SG_RUNTIME_SOURCE_HASH);
     return m;
 }

@@ -149,15 +149,10 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
 
     if cost is None and not known_grads:
         raise ValueError("grad: give a cost, or known_grads to start from")
-    if disconnected_inputs not in ("raise", "warn", "ignore"):
-        raise ValueError(f"grad: disconnected_inputs must be 'raise', 'warn' or 'ignore', "
-                         f"got {disconnected_inputs!r}")
-    if return_disconnected not in ("zero", "None", "Disconnected"):
-        raise ValueError(f"grad: return_disconnected must be 'zero', 'None' or "
-                         f"'Disconnected', got {return_disconnected!r}")
-    if null_gradients not in ("raise", "return"):
-        raise ValueError(f"grad: null_gradients must be 'raise' or 'return', "
-                         f"got {null_gradients!r}")
+    _check_choice("grad", "disconnected_inputs", disconnected_inputs, ("raise", "warn", "ignore"))
+    _check_choice("grad", "return_disconnected", return_disconnected,
+                  ("zero", "None", "Disconnected"))
+    _check_choice("grad", "null_gradients", null_gradients, ("raise", "return"))
     if cost is not None:
         if not isinstance(cost, Variable):
             cost = as_tensor_variable(cost)
@@ -169,10 +164,7 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
                             f"{cost.type}{_ndim_hint(cost)}; sum it or take one element")
 
     wrt_list, pack = _as_list(wrt, "wrt")
-    for pos, elem in enumerate(wrt_list):
-        if not isinstance(elem, Variable):
-            raise TypeError(f"grad: element {pos} of wrt is a {type(elem).__name__}, "
-                            f"not a symbolic Variable")
+    _check_variables("grad", "wrt", wrt_list)
     constants = _as_var_set(consider_constant, "consider_constant")
 
     grad_dict = {}
@@ -190,16 +182,6 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
     outputs = list(grad_dict)
     consumers = _consumers_on_paths(outputs, wrt_list, constants)
 
-    def handle_disconnected(var):
-        message = (f"grad was asked for the gradient with respect to {var}, which the cost "
-                   f"does not depend on (it is not part of the cost's graph, or is used "
-                   f"only through non-differentiable operations)")
-        if disconnected_inputs == "raise":
-            raise DisconnectedInputError(
-                message + "; pass disconnected_inputs='ignore' or 'warn' to allow it")
-        if disconnected_inputs == "warn":
-            warnings.warn(message, stacklevel=3)
-
     cost_name = cost.name if (add_names and cost is not None) else None
     results = _backpropagate(consumers, grad_dict, wrt_list, cost_name)
 
@@ -209,13 +191,34 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
             raise NullTypeGradError(f"grad: the gradient with respect to {var} is not "
                                     f"defined: {g.type.why_null}")
         if is_disconnected(g):
-            handle_disconnected(var)
+            _report_disconnected(
+                disconnected_inputs, "disconnected_inputs", DisconnectedInputError,
+                f"grad was asked for the gradient with respect to {var}, which the cost "
+                f"does not depend on (it is not part of the cost's graph, or is used "
+                f"only through non-differentiable operations)")
             if return_disconnected == "zero" and _is_tensor(var):
                 g = _float_zeros_like(var)
             elif return_disconnected == "None":
                 g = None
         rval.append(g)
     return pack(rval)
+
+
+def _check_choice(who, option, value, choices):
+    """Raise ValueError unless ``value`` is one of ``choices`` (an option of ``who``)."""
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise ValueError(f"{who}: {option} must be {listed}, got {value!r}")
+
+
+def _report_disconnected(policy, option, error_class, message):
+    """Act on a disconnected variable as the ``option`` of the caller says:
+    ``policy`` 'raise' (``error_class``), 'warn', or 'ignore'.  A warning points at
+    the caller's caller (the user's line)."""
+    if policy == "raise":
+        raise error_class(f"{message}; pass {option}='ignore' or 'warn' to allow it")
+    if policy == "warn":
+        warnings.warn(message, stacklevel=3)
 
 
 def _ndim_hint(var):
@@ -234,18 +237,21 @@ def _as_list(value, what):
     return [value], lambda rval: rval[0]
 
 
+def _check_variables(who, what, elements):
+    """Raise TypeError naming the first of ``elements`` (the ``what`` argument of
+    ``who``) that is not a symbolic Variable."""
+    for pos, elem in enumerate(elements):
+        if not isinstance(elem, Variable):
+            raise TypeError(f"{who}: element {pos} of {what} is a {type(elem).__name__}, "
+                            f"not a symbolic Variable")
+
+
 def _as_var_set(variables, what):
     if variables is None:
         return set()
-    if isinstance(variables, Variable):
-        variables = [variables]
-    out = set()
-    for pos, var in enumerate(variables):
-        if not isinstance(var, Variable):
-            raise TypeError(f"grad: element {pos} of {what} is a {type(var).__name__}, "
-                            f"not a symbolic Variable")
-        out.add(var)
-    return out
+    variables = [variables] if isinstance(variables, Variable) else list(variables)
+    _check_variables("grad", what, variables)
+    return set(variables)
 
 
 def _check_known_grad(var, g_var):

@@ -8,9 +8,7 @@ An op without ``R_op`` is handled by the double-L-operator trick (PyTensor's
 ``u``, so ``J v`` is the L-operator of ``g`` wrt ``u`` at ``v``.
 """
 
-import warnings
-
-from symgraph.graph.basic import Variable, clone_replace, io_toposort
+from symgraph.graph.basic import clone_replace, io_toposort
 
 __all__ = ["Rop"]
 
@@ -25,27 +23,22 @@ def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="
     depend on ``wrt``: ``'raise'`` (ValueError), ``'warn'``, ``'ignore'``;
     ``return_disconnected``: ``'zero'`` (zeros of its shape) or ``'None'``.
     """
+    from symgraph.gradient import (_as_list, _check_choice, _check_variables,
+                                   _float_zeros_like, _report_disconnected)
     from symgraph.tensor.basic import as_tensor_variable
 
-    if disconnected_outputs not in ("raise", "warn", "ignore"):
-        raise ValueError(f"Rop: disconnected_outputs must be 'raise', 'warn' or 'ignore', "
-                         f"got {disconnected_outputs!r}")
-    if return_disconnected not in ("zero", "None"):
-        raise ValueError(f"Rop: return_disconnected must be 'zero' or 'None', "
-                         f"got {return_disconnected!r}")
-    f_list, pack = _as_list(f)
+    _check_choice("Rop", "disconnected_outputs", disconnected_outputs, ("raise", "warn", "ignore"))
+    _check_choice("Rop", "return_disconnected", return_disconnected, ("zero", "None"))
+    f_list, pack = _as_list(f, "f")
     wrt_list = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
     points = list(eval_points) if isinstance(eval_points, (list, tuple)) else [eval_points]
     if len(wrt_list) != len(points):
         raise ValueError(f"Rop: {len(wrt_list)} variables in wrt but {len(points)} "
                          f"eval points")
     f_list = [as_tensor_variable(fi) for fi in f_list]
-    direction = {}
-    for pos, (w, v) in enumerate(zip(wrt_list, points)):
-        if not isinstance(w, Variable):
-            raise TypeError(f"Rop: element {pos} of wrt is a {type(w).__name__}, not a "
-                            f"symbolic Variable")
-        direction[w] = _as_eval_point(w, v, pos)
+    _check_variables("Rop", "wrt", wrt_list)
+    direction = {w: _as_eval_point(w, v, pos)
+                 for pos, (w, v) in enumerate(zip(wrt_list, points))}
 
     for node in io_toposort(list(direction), f_list):
         local = [direction.get(inp) for inp in node.inputs]
@@ -60,27 +53,14 @@ def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="
     for fi in f_list:
         r = direction.get(fi)
         if r is None:
-            message = (f"Rop: {fi} does not depend on the variables in wrt (or only "
-                       f"through non-differentiable operations)")
-            if disconnected_outputs == "raise":
-                raise ValueError(message + "; pass disconnected_outputs='ignore' or "
-                                 "'warn' to allow it")
-            if disconnected_outputs == "warn":
-                warnings.warn(message, stacklevel=2)
+            _report_disconnected(
+                disconnected_outputs, "disconnected_outputs", ValueError,
+                f"Rop: {fi} does not depend on the variables in wrt (or only "
+                f"through non-differentiable operations)")
             if return_disconnected == "zero":
-                from symgraph.gradient import _float_zeros_like
-
                 r = _float_zeros_like(fi)
         rval.append(r)
     return pack(rval)
-
-
-def _as_list(value):
-    if isinstance(value, list):
-        return list(value), list
-    if isinstance(value, tuple):
-        return list(value), tuple
-    return [value], lambda rval: rval[0]
 
 
 def _as_eval_point(w, v, pos):

@@ -13,14 +13,15 @@ accumulate; its set form assigns (the last repeated index wins).
 import numpy as np
 
 from symgraph.graph.basic import Apply, Constant, Op
+from symgraph.ops.elemwise import (ShapeMismatchError, broadcast_static_shapes,
+                                   broadcast_symbolic_shapes)
 from symgraph.ops.shape import shape_i
-from symgraph.ops.subtensor import (SYMBOLIC, SliceSpec, check_runtime_value,
-                                    check_update_value, index_from_pattern, pattern_str,
-                                    reduce_to_value_shape, static_slice_length, _as_dtype,
-                                    symbolic_slice_length, zeros_like_shape, _disconnected,
-                                    _index_error)
+from symgraph.ops.subtensor import (SYMBOLIC, BaseIncSubtensor, BaseSubtensor, SliceSpec,
+                                    check_pattern, check_runtime_value, index_from_pattern,
+                                    static_slice_length, symbolic_slice_length,
+                                    _disconnected, _index_error)
 from symgraph.tensor.basic import as_tensor_variable, constant
-from symgraph.tensor.type import FLOAT_DTYPES, INT_DTYPES, TensorType
+from symgraph.tensor.type import INT_DTYPES, TensorType
 
 __all__ = ["AdvancedSubtensor", "AdvancedIncSubtensor", "Nonzero", "nonzero",
            "flatnonzero", "nonzero_values"]
@@ -84,21 +85,11 @@ def _output_layout(entries, x_ndim):
 
 
 def _broadcast_static(shapes):
-    ndim = max((len(s) for s in shapes), default=0)
-    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    out = []
-    for dim, sizes in enumerate(zip(*padded)):
-        known = {s for s in sizes if s is not None and s != 1}
-        if len(known) > 1:
-            raise IndexError(f"indexing: the index arrays cannot be broadcast together "
-                             f"(static sizes {sorted(known)} in dimension {dim})")
-        if known:
-            out.append(known.pop())
-        elif all(s == 1 for s in sizes):
-            out.append(1)
-        else:
-            out.append(None)
-    return out
+    try:
+        return broadcast_static_shapes(shapes, "indexing: the index arrays cannot be "
+                                               "broadcast together")
+    except ShapeMismatchError as exc:
+        raise IndexError(str(exc)) from None  # an index error, as NumPy's
 
 
 def _static_index_shape(kind, value):
@@ -133,15 +124,15 @@ def _check_static_bounds(op, x, entries):
                              f"of {x}, of static size {size}")
 
 
-def _output_static_shape(op, x, entries):
-    adv_pos, slices, trailing = _output_layout(entries, x.ndim)
-    adv = _broadcast_static([_static_index_shape(k, v) for k, v, _ in
-                             (entries[i] for i in adv_pos)])
-    slice_sizes = []
-    for _, i in slices:
-        spec, _ = entries[i][1]
-        slice_sizes.append((i, static_slice_length(spec, x.type.shape[entries[i][2]])))
-    tail = [x.type.shape[d] for _, d in trailing]
+def _output_shape(entries, x_shape, broadcast_indices, slice_length):
+    """The output shape, static or symbolic by the functions given:
+    ``broadcast_indices(advanced entries)`` the broadcast shape of the index arrays,
+    ``slice_length((spec, part variables), size)`` the length of a slice.  The index
+    dimensions go first when the advanced indices are not adjacent, else in place."""
+    adv_pos, slices, trailing = _output_layout(entries, len(x_shape))
+    adv = list(broadcast_indices([entries[i] for i in adv_pos]))
+    slice_sizes = [(i, slice_length(entries[i][1], x_shape[entries[i][2]])) for _, i in slices]
+    tail = [x_shape[d] for _, d in trailing]
     if _advanced_first(entries):
         return tuple(adv + [s for _, s in slice_sizes] + tail)
     before = [s for i, s in slice_sizes if i < adv_pos[0]]
@@ -149,36 +140,29 @@ def _output_static_shape(op, x, entries):
     return tuple(before + adv + after + tail)
 
 
+def _output_static_shape(entries, x):
+    return _output_shape(
+        entries, x.type.shape,
+        lambda adv: _broadcast_static([_static_index_shape(k, v) for k, v, _ in adv]),
+        lambda part, size: static_slice_length(part[0], size))
+
+
 # ---------------------------------------------------------------------------
 # The ops
 
 
-class AdvancedSubtensor(Op):
+class AdvancedSubtensor(BaseSubtensor):
     """``x[idx]`` where the index holds integer arrays or boolean masks (a copy)."""
-
-    __props__ = ("idx_list",)
-
-    def __init__(self, idx_list):
-        self.idx_list = tuple(idx_list)
-
-    def __str__(self):
-        return f"AdvancedSubtensor{{{pattern_str(self.idx_list)[1:-1]}}}"
-
-    __repr__ = __str__
 
     def make_node(self, x, *index_inputs):
         x = as_tensor_variable(x)
         index_inputs = [as_tensor_variable(i) for i in index_inputs]
-        n_symbolic = sum(1 for e in self.idx_list if e == SYMBOLIC) + \
-            sum(list(e).count(SYMBOLIC) for e in self.idx_list if isinstance(e, SliceSpec))
-        if n_symbolic != len(index_inputs):
-            raise TypeError(f"{self}: the index pattern needs {n_symbolic} index inputs, "
-                            f"got {len(index_inputs)}")
+        check_pattern(self, x, self.idx_list, index_inputs, scalars_only=False)
         entries = _entries(self, x, self.idx_list, index_inputs)
         if all(kind in ("int", "slice") for kind, _, _ in entries):
             raise TypeError(f"{self}: no array index; use Subtensor")
         _check_static_bounds(self, x, entries)
-        shape = _output_static_shape(self, x, entries)
+        shape = _output_static_shape(entries, x)
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=shape)()])
 
     def c_kernel(self, node):
@@ -199,74 +183,31 @@ class AdvancedSubtensor(Op):
         index_inputs = node.inputs[1:]
         entries = _entries(self, x, self.idx_list, index_inputs)
         shape_of = dict(zip(index_inputs, input_shapes[1:]))
-        x_shape = input_shapes[0]
-        adv_pos, slices, trailing = _output_layout(entries, x.ndim)
-        adv = _broadcast_symbolic([(entries[i][0], entries[i][1]) for i in adv_pos], shape_of)
-        slice_sizes = []
-        for _, i in slices:
-            spec, parts = entries[i][1]
-            slice_sizes.append((i, symbolic_slice_length(spec, x_shape[entries[i][2]],
-                                                         iter(parts))))
-        tail = [x_shape[d] for _, d in trailing]
-        if _advanced_first(entries):
-            return [tuple(adv + [s for _, s in slice_sizes] + tail)]
-        before = [s for i, s in slice_sizes if i < adv_pos[0]]
-        after = [s for i, s in slice_sizes if i > adv_pos[0]]
-        return [tuple(before + adv + after + tail)]
-
-    def connection_pattern(self, node):
-        return [[True]] + [[False]] * (len(node.inputs) - 1)
-
-    def grad(self, inputs, output_grads):
-        x, rest = inputs[0], inputs[1:]
-        (gz,) = output_grads
-        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
-            return [_disconnected(v) for v in inputs]
-        gz = _as_dtype(gz, x.dtype)
-        gx = AdvancedIncSubtensor(self.idx_list)(zeros_like_shape(x), gz, *rest)
-        return [gx] + [_disconnected(i) for i in rest]
-
-    def R_op(self, inputs, eval_points):
-        if eval_points[0] is None:
-            return [None]
-        return [self(eval_points[0], *inputs[1:])]
+        return [_output_shape(
+            entries, input_shapes[0],
+            lambda adv: _broadcast_symbolic([(kind, value) for kind, value, _ in adv], shape_of),
+            lambda part, size: symbolic_slice_length(part[0], size, iter(part[1])))]
 
 
 def _broadcast_symbolic(adv_entries, shape_of):
     """The broadcast shape of the advanced indices, as int64 scalars."""
-    from symgraph.ops.math import maximum
-
-    shapes = []
+    shapes, flags = [], []
     for kind, value in adv_entries:
         if kind == "int":
-            shapes.append([])
+            shapes.append(())
+            flags.append(())
         elif kind == "array":
-            shapes.append([(s, b) for s, b in zip(shape_of[value], value.broadcastable)])
+            shapes.append(shape_of[value])
+            flags.append(value.broadcastable)
         else:
             count = _static_index_shape(kind, value)[0]
             if count is None:
                 count = shape_i(nonzero(value)[0], 0)
             else:
                 count = constant(count, dtype="int64")
-            shapes.append([(count, False)])
-    ndim = max(len(s) for s in shapes)
-    one = constant(1, dtype="int64")
-    out = []
-    for dim in range(ndim):
-        candidates = []
-        for shp in shapes:
-            k = dim - (ndim - len(shp))
-            if k >= 0 and not shp[k][1]:
-                candidates.append(shp[k][0])
-        if not candidates:
-            out.append(one)
-        else:
-            # Sizes agree or are 1 at run time: the largest is the result.
-            size = candidates[0]
-            for c in candidates[1:]:
-                size = maximum(size, c)
-            out.append(size)
-    return out
+            shapes.append((count,))
+            flags.append((False,))
+    return broadcast_symbolic_shapes(shapes, flags)
 
 
 def _mask_to_nonzero(index):
@@ -280,32 +221,12 @@ def _mask_to_nonzero(index):
     return tuple(out)
 
 
-class AdvancedIncSubtensor(Op):
+class AdvancedIncSubtensor(BaseIncSubtensor):
     """``x`` with ``x[idx]`` incremented by ``y`` (``np.add.at``: repeated indices
     accumulate) or set to ``y`` (the last repeated index wins), for an advanced index."""
 
-    __props__ = ("idx_list", "set_instead_of_inc", "inplace")
-
-    def __init__(self, idx_list, set_instead_of_inc=False, inplace=False):
-        self.idx_list = tuple(idx_list)
-        self.set_instead_of_inc = bool(set_instead_of_inc)
-        self.inplace = bool(inplace)
-        self.destroy_map = {0: [0]} if inplace else {}
-
-    def __str__(self):
-        kind = "Set" if self.set_instead_of_inc else "Inc"
-        extra = ";inplace" if self.inplace else ""
-        return f"Advanced{kind}Subtensor{{{pattern_str(self.idx_list)[1:-1]}{extra}}}"
-
-    __repr__ = __str__
-
-    def make_node(self, x, y, *index_inputs):
-        x = as_tensor_variable(x)
-        y = as_tensor_variable(y)
-        index_inputs = [as_tensor_variable(i) for i in index_inputs]
-        sub = AdvancedSubtensor(self.idx_list).make_node(x, *index_inputs).outputs[0]
-        check_update_value(self, sub, y, x)
-        return Apply(self, [x, y] + index_inputs, [x.type()])
+    subtensor_class = AdvancedSubtensor
+    str_prefix = "Advanced"
 
     def c_kernel(self, node):
         from symgraph.compile.native.index_codegen import advanced_inc_subtensor_kernel
@@ -328,29 +249,8 @@ class AdvancedIncSubtensor(Op):
             np.add.at(out, _mask_to_nonzero(index), y)
         output_storage[0][0] = out
 
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
 
-    def connection_pattern(self, node):
-        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
-
-    def grad(self, inputs, output_grads):
-        x, y, rest = inputs[0], inputs[1], inputs[2:]
-        (gz,) = output_grads
-        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
-            return [_disconnected(v) for v in inputs]
-        if self.set_instead_of_inc:
-            gx = AdvancedIncSubtensor(self.idx_list, True)(
-                gz, constant(0, dtype=gz.dtype), *rest)
-        else:
-            gx = gz
-        gy = reduce_to_value_shape(AdvancedSubtensor(self.idx_list)(gz, *rest), y)
-        return [gx, gy] + [_disconnected(i) for i in rest]
-
-    def R_op(self, inputs, eval_points):
-        if eval_points[0] is None or eval_points[1] is None:
-            return [None]
-        return [self(eval_points[0], eval_points[1], *inputs[2:])]
+AdvancedSubtensor.increment_class = AdvancedIncSubtensor  # its gradient (defined after it)
 
 
 # ---------------------------------------------------------------------------

@@ -32,11 +32,21 @@ def _m():
     return math
 
 
-def _sum_or_none(terms):
-    terms = [t for t in terms if t is not None]
-    if not terms:
-        return None
-    return terms[0] if len(terms) == 1 else _m().add(*terms)
+class _Bilinear(Op):
+    """A product of two inputs, linear in each (Dot, TensorDot, BatchedDot): its
+    R_op is ``op(ea, b) + op(a, eb)``, over the inputs that have eval points."""
+
+    def R_op(self, inputs, eval_points):
+        a, b = inputs
+        ea, eb = eval_points
+        terms = []
+        if ea is not None:
+            terms.append(self(ea, b))
+        if eb is not None:
+            terms.append(self(a, eb))
+        if not terms:
+            return [None]
+        return [terms[0] if len(terms) == 1 else _m().add(*terms)]
 
 
 def _transpose(x):
@@ -47,7 +57,7 @@ def _static_match(a, b):
     return a is None or b is None or a == b
 
 
-class Dot(Op):
+class Dot(_Bilinear):
     """The product of two 1-d or 2-d tensors, as ``np.dot``.
 
     (m, k) . (k, n) -> (m, n); (m, k) . (k,) -> (m,); (k,) . (k, n) -> (n,);
@@ -93,12 +103,6 @@ class Dot(Op):
             gx, gy = gz * y, gz * x
         return [reduce_to_input_shape(gx, x), reduce_to_input_shape(gy, y)]
 
-    def R_op(self, inputs, eval_points):
-        x, y = inputs
-        ex, ey = eval_points
-        return [_sum_or_none([None if ex is None else self(ex, y),
-                              None if ey is None else self(x, ey)])]
-
     def c_kernel(self, node):
         """Native code: SciPy's BLAS (gemm, gemv, dot) for floats, loops for integers."""
         from symgraph.compile.native.blas_codegen import dot_kernel
@@ -107,7 +111,7 @@ class Dot(Op):
         return dot_kernel(x.dtype, y.dtype, node.outputs[0].dtype, x.ndim, y.ndim)
 
 
-class TensorDot(Op):
+class TensorDot(_Bilinear):
     """``np.tensordot(a, b, axes)``: sum products over ``axes[0]`` of a paired
     with ``axes[1]`` of b; the result has a's other dimensions then b's."""
 
@@ -174,14 +178,8 @@ class TensorDot(Op):
                              for d in range(b.ndim)])
         return [reduce_to_input_shape(ga, a), reduce_to_input_shape(gb, b)]
 
-    def R_op(self, inputs, eval_points):
-        a, b = inputs
-        ea, eb = eval_points
-        return [_sum_or_none([None if ea is None else self(ea, b),
-                              None if eb is None else self(a, eb)])]
 
-
-class BatchedDot(Op):
+class BatchedDot(_Bilinear):
     """A ``Dot`` for each entry of ``nbatch`` leading batch dimensions.
 
     Each input is ``nbatch`` batch dimensions followed by a vector (1 dim) or
@@ -282,12 +280,6 @@ class BatchedDot(Op):
             gx, gy = gz_b * y, gz_b * x
         # Summing over broadcast batch dimensions happens here.
         return [reduce_to_input_shape(gx, x), reduce_to_input_shape(gy, y)]
-
-    def R_op(self, inputs, eval_points):
-        x, y = inputs
-        ex, ey = eval_points
-        return [_sum_or_none([None if ex is None else self(ex, y),
-                              None if ey is None else self(x, ey)])]
 
 
 # -- user functions --------------------------------------------------------------------

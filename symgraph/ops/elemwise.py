@@ -90,13 +90,8 @@ class Elemwise(Op):
         for dim in range(node.outputs[0].ndim):
             candidates = [shp[dim] for inp, shp in zip(node.inputs, input_shapes)
                           if not inp.type.broadcastable[dim]]
-            if not candidates:
-                out_shape.append(constant(1, dtype="int64"))
-            elif len(candidates) == 1:
-                out_shape.append(candidates[0])
-            else:
-                # All agree at run time (checked by perform); any of them will do.
-                out_shape.append(candidates[0])
+            # All agree at run time (checked by perform): the first one will do.
+            out_shape.append(candidates[0] if candidates else constant(1, dtype="int64"))
         return [tuple(out_shape)] * len(node.outputs)
 
     def connection_pattern(self, node):
@@ -153,9 +148,13 @@ def as_elemwise_inputs(inputs):
 
 
 def broadcast_static_shapes(shapes, op_name="elemwise"):
-    """The static output shape of broadcasting ``shapes`` (all of one rank)."""
+    """The static shape of broadcasting ``shapes`` as NumPy does (shorter ones gain
+    leading 1s); None where unknown.  ShapeMismatchError when two known sizes other
+    than 1 differ."""
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
     out = []
-    for dim, sizes in enumerate(zip(*shapes)):
+    for dim, sizes in enumerate(zip(*padded)):
         known = {s for s in sizes if s is not None and s != 1}
         if len(known) > 1:
             raise ShapeMismatchError(
@@ -166,6 +165,31 @@ def broadcast_static_shapes(shapes, op_name="elemwise"):
             out.append(1)
         else:
             out.append(None)
+    return tuple(out)
+
+
+def broadcast_symbolic_shapes(shapes, broadcastables):
+    """The shape of broadcasting ``shapes`` (tuples of int64 scalars, shorter ones
+    gaining leading 1s) whose dimensions flagged in ``broadcastables`` have size 1:
+    the largest of the other sizes in each dimension (they agree at run time, or
+    are 1), or the constant 1 where there is none."""
+    from symgraph.ops.math import maximum
+
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for dim in range(ndim):
+        candidates = []
+        for shape, flags in zip(shapes, broadcastables):
+            k = dim - (ndim - len(shape))
+            if k >= 0 and not flags[k]:
+                candidates.append(shape[k])
+        if not candidates:
+            out.append(constant(1, dtype="int64"))
+        else:
+            size = candidates[0]
+            for c in candidates[1:]:
+                size = maximum(size, c)
+            out.append(size)
     return tuple(out)
 
 

@@ -8,8 +8,10 @@ and addition, so that one BLAS call does the whole expression:
 * ``Ger(z, a, x, y) = z + a * outer(x, y)``: x, y vectors, z a matrix.
 
 a and b are 0-d; every input has the output's dtype.  z must have the full
-result shape (no broadcasting).  The ops are not destructive: the result is
-a new array (an in-place variant may come with the inplace phase).  They
+result shape (no broadcasting).  By default the result is a new array; with
+``inplace=True`` (set by the ``inplace`` phase, ``opt/inplace.py``) the op
+destroys z and writes the result into its buffer, so that an SGD update
+``w <- w - lr * dot(x.T, g)`` costs one BLAS call and no copy of w.  They
 appear after gradients are taken, so they have no gradient.
 """
 
@@ -45,12 +47,41 @@ def _check_z(op, z, expected, what):
                              f"dimension {d}")
 
 
-class _BlasUpdate(Op):
-    """Shared checks of Gemm, Gemv and Ger: ranks and one dtype for every input."""
+def _scale_add(target, b, term):
+    """``target = target * b + term`` in target's buffer (b None: no scaling),
+    with NumPy's rounding of ``z * b + term`` cast to target's dtype."""
+    if b is not None:
+        np.multiply(target, b, out=target, casting="unsafe")
+    np.add(target, term, out=target, casting="unsafe")
 
-    __props__ = ()
+
+class _BlasUpdate(Op):
+    """Shared parts of Gemm, Gemv and Ger: ranks and one dtype for every input,
+    and the ``inplace`` flag (destroy_map {0: [0]}: the result is z's buffer)."""
+
+    __props__ = ("inplace",)
     #: ndim of each input, in order.
     ranks = ()
+
+    def __init__(self, inplace=False):
+        self.inplace = bool(inplace)
+        self.destroy_map = {0: [0]} if self.inplace else {}
+
+    def __str__(self):
+        # "Gemm" as before the flag existed; "Gemm{inplace}" when it destroys z.
+        return type(self).__name__ + ("{inplace}" if self.inplace else "")
+
+    __repr__ = __str__
+
+    def _result(self, node, z, update, output_storage):
+        """Store ``update(target)``'s result: into z itself when in place,
+        else into a new array.  ``update`` gets the array to write (z or a
+        copy of it) and returns nothing."""
+        dtype = node.outputs[0].dtype
+        target = z if self.inplace and z.dtype == dtype else np.array(z, dtype=dtype)
+        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
+            update(target)
+        output_storage[0][0] = target
 
     def _check_inputs(self, inputs):
         inputs = [as_tensor_variable(i) for i in inputs]
@@ -75,7 +106,8 @@ class _BlasUpdate(Op):
         """The native kernel (SciPy's BLAS for float32/float64, loops for integers)."""
         from symgraph.compile.native.blas_codegen import blas_update_kernel
 
-        return blas_update_kernel(type(self).__name__, node.outputs[0].dtype)
+        return blas_update_kernel(type(self).__name__, node.outputs[0].dtype,
+                                  inplace=self.inplace)
 
 
 class Gemm(_BlasUpdate):
@@ -94,9 +126,7 @@ class Gemm(_BlasUpdate):
         z, a, x, y, b = inputs
         _check_aligned(self, x, y, "x and y")
         _check_z(self, z, (x.shape[0], y.shape[1]), "dot(x, y)")
-        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
-            out = z * b + a * np.dot(x, y)
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        self._result(node, z, lambda t: _scale_add(t, b, a * np.dot(x, y)), output_storage)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(input_shapes[0])]
@@ -117,9 +147,7 @@ class Gemv(_BlasUpdate):
         z, a, A, x, b = inputs
         _check_aligned(self, A, x, "A and x")
         _check_z(self, z, (A.shape[0],), "dot(A, x)")
-        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
-            out = z * b + a * np.dot(A, x)
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        self._result(node, z, lambda t: _scale_add(t, b, a * np.dot(A, x)), output_storage)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(input_shapes[0])]
@@ -140,24 +168,22 @@ class Ger(_BlasUpdate):
     def perform(self, node, inputs, output_storage):
         z, a, x, y = inputs
         _check_z(self, z, (x.shape[0], y.shape[0]), "outer(x, y)")
-        with np.errstate(all="ignore"):   # NaN and Inf propagate quietly
-            out = z + a * np.outer(x, y)
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        self._result(node, z, lambda t: _scale_add(t, None, a * np.outer(x, y)), output_storage)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(input_shapes[0])]
 
 
-def gemm(z, a, x, y, b):
-    """``b * z + a * dot(x, y)`` as one Gemm node."""
-    return Gemm()(z, a, x, y, b)
+def gemm(z, a, x, y, b, inplace=False):
+    """``b * z + a * dot(x, y)`` as one Gemm node (``inplace``: written into z)."""
+    return Gemm(inplace)(z, a, x, y, b)
 
 
-def gemv(z, a, A, x, b):
-    """``b * z + a * dot(A, x)`` as one Gemv node."""
-    return Gemv()(z, a, A, x, b)
+def gemv(z, a, A, x, b, inplace=False):
+    """``b * z + a * dot(A, x)`` as one Gemv node (``inplace``: written into z)."""
+    return Gemv(inplace)(z, a, A, x, b)
 
 
-def ger(z, a, x, y):
-    """``z + a * outer(x, y)`` as one Ger node."""
-    return Ger()(z, a, x, y)
+def ger(z, a, x, y, inplace=False):
+    """``z + a * outer(x, y)`` as one Ger node (``inplace``: written into z)."""
+    return Ger(inplace)(z, a, x, y)

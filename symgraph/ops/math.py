@@ -1,16 +1,17 @@
 """The user-facing element-wise functions: T.add, T.exp, T.switch, T.cast, ...
 
-Each is an Elemwise around a scalar op from ``scalar_basic``/``scalar_math``.
-Inputs follow NumPy 2's promotion with Python numbers weak (NEP 50), and
-broadcast as NumPy's where a dimension is declared broadcastable.  Names
-follow Theano; NumPy's spellings are aliases (``power``, ``floor_divide``,
-``bitwise_and``, ``less``...).
+Each is an Elemwise around a scalar op from ``scalar_basic``, ``scalar_logic``
+or ``scalar_math``.  Inputs follow NumPy 2's promotion with Python numbers weak
+(NEP 50), and broadcast as NumPy's where a dimension is declared
+broadcastable.  Names follow Theano; NumPy's spellings are aliases (``power``,
+``floor_divide``, ``bitwise_and``, ``less``...).
 
 Some names shadow Python builtins (``abs``, ``pow``, ``round``) on purpose, as
 in Theano: do not use the builtins in this module.
 """
 
 from symgraph.ops import scalar_basic as sb
+from symgraph.ops import scalar_logic as sl
 from symgraph.ops import scalar_math as sm
 from symgraph.ops.elemwise import Elemwise, as_elemwise_inputs
 
@@ -102,28 +103,28 @@ def clip(x, min, max):  # noqa: A002 - Theano's argument names
 
 # -- comparisons -----------------------------------------------------------------
 
-lt = less = _elemwise(sb.LT(), "lt", "x < y, a bool tensor.")
-gt = greater = _elemwise(sb.GT(), "gt", "x > y, a bool tensor.")
-le = less_equal = _elemwise(sb.LE(), "le", "x <= y, a bool tensor.")
-ge = greater_equal = _elemwise(sb.GE(), "ge", "x >= y, a bool tensor.")
-eq = equal = _elemwise(sb.EQ(), "eq", "x == y, a bool tensor (Variable.__eq__ is identity).")
-neq = not_equal = _elemwise(sb.NEQ(), "neq", "x != y, a bool tensor.")
-isnan = _elemwise(sb.IsNan(), "isnan", "Where x is NaN (all False for integers).")
-isinf = _elemwise(sb.IsInf(), "isinf", "Where x is +inf or -inf.")
-isfinite = _elemwise(sb.IsFinite(), "isfinite", "Where x is neither infinite nor NaN.")
+lt = less = _elemwise(sl.LT(), "lt", "x < y, a bool tensor.")
+gt = greater = _elemwise(sl.GT(), "gt", "x > y, a bool tensor.")
+le = less_equal = _elemwise(sl.LE(), "le", "x <= y, a bool tensor.")
+ge = greater_equal = _elemwise(sl.GE(), "ge", "x >= y, a bool tensor.")
+eq = equal = _elemwise(sl.EQ(), "eq", "x == y, a bool tensor (Variable.__eq__ is identity).")
+neq = not_equal = _elemwise(sl.NEQ(), "neq", "x != y, a bool tensor.")
+isnan = _elemwise(sl.IsNan(), "isnan", "Where x is NaN (all False for integers).")
+isinf = _elemwise(sl.IsInf(), "isinf", "Where x is +inf or -inf.")
+isfinite = _elemwise(sl.IsFinite(), "isfinite", "Where x is neither infinite nor NaN.")
 
 
 def isclose(x, y, rtol=1e-5, atol=1e-8, equal_nan=False):
     """Where |x - y| <= atol + rtol * |y| (np.isclose's rule and defaults)."""
-    return Elemwise(sb.IsClose(rtol, atol, equal_nan))(x, y)
+    return Elemwise(sl.IsClose(rtol, atol, equal_nan))(x, y)
 
 
 # -- logic -----------------------------------------------------------------------
 
-and_ = bitwise_and = _elemwise(sb.AND(), "and_", "x & y: bitwise on integers, logical on bools.")
-or_ = bitwise_or = _elemwise(sb.OR(), "or_", "x | y: bitwise on integers, logical on bools.")
-xor = bitwise_xor = _elemwise(sb.XOR(), "xor", "x ^ y: bitwise on integers, logical on bools.")
-invert = bitwise_not = _elemwise(sb.Invert(), "invert",
+and_ = bitwise_and = _elemwise(sl.AND(), "and_", "x & y: bitwise on integers, logical on bools.")
+or_ = bitwise_or = _elemwise(sl.OR(), "or_", "x | y: bitwise on integers, logical on bools.")
+xor = bitwise_xor = _elemwise(sl.XOR(), "xor", "x ^ y: bitwise on integers, logical on bools.")
+invert = bitwise_not = _elemwise(sl.Invert(), "invert",
                                  "~x: bitwise not on integers, logical not on bools.")
 
 

@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from symgraph.graph.basic import Apply, Constant, Op, Type, Variable
+from symgraph.ops.elemwise import broadcast_static_shapes, broadcast_symbolic_shapes
 from symgraph.tensor.basic import as_tensor_variable, constant
 from symgraph.tensor.type import FLOAT_DTYPES, INT_DTYPES, TensorType
 
@@ -154,24 +155,6 @@ def _static_size(size):
     return (None,) * size.type.shape[0]
 
 
-def _broadcast_param_shapes(shapes):
-    """The static shape of NumPy-broadcasting the given static shapes."""
-    ndim = max((len(s) for s in shapes), default=0)
-    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    out = []
-    for sizes in zip(*padded):
-        known = {s for s in sizes if s is not None and s != 1}
-        if len(known) > 1:
-            raise ValueError(f"parameters with static sizes {sorted(known)} cannot broadcast")
-        if known:
-            out.append(known.pop())
-        elif all(s == 1 for s in sizes):
-            out.append(1)
-        else:
-            out.append(None)
-    return tuple(out)
-
-
 def _size_shape(size):
     """The symbolic entries of a size vector, for infer_shape."""
     static = _static_size(size)
@@ -228,10 +211,9 @@ class RandomVariable(Op):
         """The sample's static shape: ``size`` when given, else the params'."""
         if size.type.shape[0]:
             return _static_size(size)
-        try:
-            return _broadcast_param_shapes([p.type.shape for p in params])
-        except ValueError as exc:
-            raise ValueError(f"{self}: parameters {', '.join(self.param_names)} {exc}")
+        names = ", ".join(self.param_names)
+        return broadcast_static_shapes([p.type.shape for p in params],
+                                       f"{self}: parameters {names} cannot broadcast")
 
     def perform(self, node, inputs, output_storage):
         gen, size, params = inputs[0], inputs[1], inputs[2:]
@@ -252,27 +234,8 @@ class RandomVariable(Op):
         size, params = node.inputs[1], node.inputs[2:]
         if size.type.shape[0]:
             return [None, _size_shape(size)]
-        return [None, self._param_broadcast_shape(node, params, input_shapes[2:])]
-
-    def _param_broadcast_shape(self, node, params, param_shapes):
-        from symgraph.ops.math import maximum
-
-        ndim = node.outputs[1].ndim
-        out = []
-        for dim in range(ndim):
-            candidates = []
-            for p, shp in zip(params, param_shapes):
-                pdim = dim - (ndim - p.ndim)
-                if pdim >= 0 and p.type.shape[pdim] != 1:
-                    candidates.append(shp[pdim])
-            if not candidates:
-                out.append(constant(1, dtype="int64"))
-            else:
-                dim_size = candidates[0]
-                for c in candidates[1:]:
-                    dim_size = maximum(dim_size, c)
-                out.append(dim_size)
-        return tuple(out)
+        return [None, broadcast_symbolic_shapes(input_shapes[2:],
+                                                [p.broadcastable for p in params])]
 
     def connection_pattern(self, node):
         # The next state depends on the state; the sample is treated as
@@ -296,32 +259,32 @@ class RandomVariable(Op):
         return False
 
 
-class UniformRV(RandomVariable):
-    """Floats drawn uniformly from ``[low, high)``."""
-
-    name = "uniform"
-    param_names = ("low", "high")
+class _FloatRV(RandomVariable):
+    """A distribution of floats: ``dtype`` (default floatX) must be a float dtype."""
 
     def __init__(self, dtype="floatX"):
         super().__init__(dtype)
         if self.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"UniformRV: dtype must be a float dtype, got {self.dtype}")
+            raise TypeError(f"{type(self).__name__}: dtype must be a float dtype, "
+                            f"got {self.dtype}")
+
+
+class UniformRV(_FloatRV):
+    """Floats drawn uniformly from ``[low, high)``."""
+
+    name = "uniform"
+    param_names = ("low", "high")
 
     def rng_fn(self, gen, params, size):
         low, high = params
         return gen.uniform(low, high, size)
 
 
-class NormalRV(RandomVariable):
+class NormalRV(_FloatRV):
     """Gaussian samples with mean ``loc`` and standard deviation ``scale``."""
 
     name = "normal"
     param_names = ("loc", "scale")
-
-    def __init__(self, dtype="floatX"):
-        super().__init__(dtype)
-        if self.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"NormalRV: dtype must be a float dtype, got {self.dtype}")
 
     def rng_fn(self, gen, params, size):
         loc, scale = params

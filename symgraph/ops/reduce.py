@@ -23,6 +23,7 @@ import numpy as np
 
 from symgraph.graph.basic import Apply, Constant, Op, Variable
 from symgraph.ops import scalar_basic as sb
+from symgraph.ops import scalar_logic as sl
 from symgraph.ops.elemwise import dimshuffle, reduce_to_input_shape
 from symgraph.tensor.basic import as_tensor_variable, constant
 from symgraph.tensor.type import DISCRETE_DTYPES, TensorType, upcast
@@ -105,13 +106,17 @@ _WIDE = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64",
          "uint8": "uint64", "uint16": "uint64", "uint32": "uint64"}
 
 
+def _holds(in_dtype, dtype):
+    """Whether ``dtype`` holds every value of ``in_dtype``: any float holds ints
+    and bools (as Theano allows), else ``dtype`` must be the wider one."""
+    return (in_dtype in DISCRETE_DTYPES and _is_float(dtype)) or upcast(in_dtype, dtype) == dtype
+
+
 def _out_dtype(name, in_dtype, dtype):
     """The output dtype of a sum/prod of ``in_dtype`` asked to return ``dtype``."""
     if dtype is None:
         return _WIDE.get(in_dtype, in_dtype)
-    if in_dtype in DISCRETE_DTYPES and _is_float(dtype):
-        return dtype
-    if upcast(in_dtype, dtype) != dtype:
+    if not _holds(in_dtype, dtype):
         raise TypeError(f"{name}: an input of dtype {in_dtype} cannot return dtype {dtype} "
                         f"without losing precision; cast the input or the result instead")
     return dtype
@@ -122,9 +127,7 @@ def _acc_dtype(name, in_dtype, out_dtype, acc_dtype):
     ints widened (float16 accumulates in float32, ints in 64 bits)."""
     if acc_dtype is None:
         return "float32" if out_dtype == "float16" else _WIDE.get(out_dtype, out_dtype)
-    if in_dtype in DISCRETE_DTYPES and _is_float(acc_dtype):
-        return acc_dtype
-    if upcast(in_dtype, acc_dtype) != acc_dtype:
+    if not _holds(in_dtype, acc_dtype):
         raise TypeError(f"{name}: cannot accumulate an input of dtype {in_dtype} in "
                         f"{acc_dtype} without losing precision")
     return acc_dtype
@@ -136,10 +139,35 @@ def _dtype_or_none(dtype):
 
 # -- ops ----------------------------------------------------------------------------
 
-_NARY_UFUNCS = {sb.Add: np.add, sb.Mul: np.multiply}
+class AxisReduce(Op):
+    """What CAReduce and Argmax/Argmin share: one input, whose dimensions in
+    ``axis`` (a sorted tuple, or None for all of them) the output drops."""
+
+    def __init__(self, axis=None):
+        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
+
+    def axes(self, ndim):
+        """The reduced dimensions of an ``ndim``-d input."""
+        return tuple(range(ndim)) if self.axis is None else self.axis
+
+    def output_dtype(self, in_dtype):
+        """The dtype of the result for an input of ``in_dtype``."""
+        raise NotImplementedError
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        axes = self.axes(x.ndim)
+        if axes and (axes[0] < 0 or axes[-1] >= x.ndim):
+            raise ValueError(f"{self}: axis {axes} out of range for the {x.ndim}-d input {x}")
+        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
+        return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        axes = self.axes(node.inputs[0].ndim)
+        return [tuple(s for d, s in enumerate(input_shapes[0]) if d not in axes)]
 
 
-class CAReduce(Op):
+class CAReduce(AxisReduce):
     """Reduce over ``axis`` (a tuple of dimensions, or None for all of them)
     with a commutative-associative binary scalar op, through its NumPy ufunc's
     ``reduce`` (Add: sum, Mul: prod, Maximum: max, AND: all, ...).
@@ -151,32 +179,17 @@ class CAReduce(Op):
     __props__ = ("scalar_op", "axis")
 
     def __init__(self, scalar_op, axis=None):
+        super().__init__(axis)
         self.scalar_op = scalar_op
-        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
         if self.axis is not None and len(set(self.axis)) != len(self.axis):
             raise ValueError(f"{type(self).__name__}: repeated axis in {axis}")
 
-    def axes(self, ndim):
-        """The reduced dimensions of an ``ndim``-d input."""
-        return tuple(range(ndim)) if self.axis is None else self.axis
-
     def output_dtype(self, in_dtype):
-        """The dtype of the result for an input of ``in_dtype``."""
         return self.scalar_op.output_dtypes(in_dtype, in_dtype)[0]
-
-    def make_node(self, x):
-        x = as_tensor_variable(x)
-        axes = self.axes(x.ndim)
-        if axes and (axes[0] < 0 or axes[-1] >= x.ndim):
-            raise ValueError(f"{self}: axis {axes} out of range for the {x.ndim}-d input {x}")
-        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
-        return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
 
     def reduce(self, x, axes):
         """The NumPy computation; subclasses name their function."""
         ufunc = getattr(self.scalar_op, "ufunc", None)
-        # Add and Mul take any number of inputs, so they carry no binary ufunc.
-        ufunc = ufunc or _NARY_UFUNCS.get(type(self.scalar_op))
         if ufunc is None:
             raise NotImplementedError(f"{self}: {self.scalar_op} has no NumPy ufunc to reduce with")
         return ufunc.reduce(x, axis=axes)
@@ -196,10 +209,6 @@ class CAReduce(Op):
         # ufunc.reduce over no axis may hand back its input; outputs never alias inputs.
         output_storage[0][0] = out.copy() if np.may_share_memory(out, x) else out
 
-    def infer_shape(self, fgraph, node, input_shapes):
-        axes = self.axes(node.inputs[0].ndim)
-        return [tuple(s for d, s in enumerate(input_shapes[0]) if d not in axes)]
-
     def _expand(self, var, x):
         """``var`` (shaped like the output) broadcast back to ``x``'s shape."""
         return _m().second(x, _restore_dims(var, x.ndim, self.axes(x.ndim)))
@@ -212,14 +221,24 @@ class CAReduce(Op):
         return careduce_kernel(self, node)
 
 
-class _DtypeReduce(CAReduce):
+class _FixedReduce(CAReduce):
+    """A CAReduce whose scalar op is its class's ``scalar_op`` (Sum, Max, All, ...),
+    so that ``axis`` is its only prop."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis=None):
+        super().__init__(self.scalar_op, axis)
+
+
+class _DtypeReduce(_FixedReduce):
     """A CAReduce with Theano's ``dtype`` (of the output) and ``acc_dtype``."""
 
     __props__ = ("axis", "dtype", "acc_dtype")
     numpy_fn = None
 
     def __init__(self, axis=None, dtype=None, acc_dtype=None):
-        super().__init__(self.scalar_op, axis)
+        super().__init__(axis)
         self.dtype = _dtype_or_none(dtype)
         self.acc_dtype = _dtype_or_none(acc_dtype)
 
@@ -280,13 +299,8 @@ class Prod(_DtypeReduce):
         return [sum(g * eval_points[0], axis=self.axes(x.ndim))]
 
 
-class _Extremum(CAReduce):
+class _Extremum(_FixedReduce):
     """Max or Min: the result has the input's dtype; ties all get the gradient."""
-
-    __props__ = ("axis",)
-
-    def __init__(self, axis=None):
-        super().__init__(self.scalar_op, axis)
 
     def output_dtype(self, in_dtype):
         return in_dtype
@@ -329,13 +343,8 @@ class Min(_Extremum):
     word = "minimum"
 
 
-class _Logical(CAReduce):
+class _Logical(_FixedReduce):
     """All or Any: the truth of any dtype's elements (non-zero), a bool result."""
-
-    __props__ = ("axis",)
-
-    def __init__(self, axis=None):
-        super().__init__(self.scalar_op, axis)
 
     def output_dtype(self, in_dtype):
         return "bool"
@@ -356,37 +365,26 @@ class _Logical(CAReduce):
 class All(_Logical):
     """Whether every element over ``axis`` is true (np.all); True when empty."""
 
-    scalar_op = sb.AND()
+    scalar_op = sl.AND()
     logical_ufunc = np.logical_and
 
 
 class Any(_Logical):
     """Whether some element over ``axis`` is true (np.any); False when empty."""
 
-    scalar_op = sb.OR()
+    scalar_op = sl.OR()
     logical_ufunc = np.logical_or
 
 
-class _ArgReduce(Op):
+class _ArgReduce(AxisReduce):
     """Argmax or Argmin over ``axis``: int64 indices into the reduced axes,
     flattened in C order when there are several (None: the whole array, so
     the index is into ``x.ravel()`` as NumPy's)."""
 
     __props__ = ("axis",)
 
-    def __init__(self, axis=None):
-        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
-
-    def axes(self, ndim):
-        return tuple(range(ndim)) if self.axis is None else self.axis
-
-    def make_node(self, x):
-        x = as_tensor_variable(x)
-        axes = self.axes(x.ndim)
-        if axes and (axes[0] < 0 or axes[-1] >= x.ndim):
-            raise ValueError(f"{self}: axis {axes} out of range for the {x.ndim}-d input {x}")
-        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
-        return Apply(self, [x], [TensorType("int64", shape=shape)()])
+    def output_dtype(self, in_dtype):
+        return "int64"
 
     def perform(self, node, inputs, output_storage):
         (x,) = inputs
@@ -403,10 +401,6 @@ class _ArgReduce(Op):
             return
         flat = np.transpose(x, kept + list(axes)).reshape(out_shape + (group,))
         output_storage[0][0] = np.asarray(self.numpy_fn(flat, axis=-1), dtype="int64")
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        axes = self.axes(node.inputs[0].ndim)
-        return [tuple(s for d, s in enumerate(input_shapes[0]) if d not in axes)]
 
     def c_kernel(self, node):
         """Native code (``compile.native.reduce_codegen``)."""

@@ -1,4 +1,5 @@
-"""Arithmetic, comparison, logical and structural scalar ops.
+"""Arithmetic and structural scalar ops (and, re-exported from ``scalar_logic``,
+the comparison and logical ones).
 
 Each gradient is written in tensor terms (see ScalarOp.grad); the Elemwise
 that wraps the op sums it over broadcast dimensions.  Ops whose output does
@@ -10,9 +11,13 @@ as Theano did.
 import numpy as np
 
 from symgraph.ops.scalar import (BinaryScalarOp, FloatScalarOp, ScalarOp, UnaryScalarOp,
-                                 bool_out, c_ctype, c_exact, c_fn, c_kind, c_lit, c_wrapping,
-                                 complex_to_real_out, float_out, int_or_bool_out,
-                                 no_bool_out, same_out, upcast)
+                                 c_ctype, c_exact, c_fn, c_kind, c_lit, c_wrapping,
+                                 complex_to_real_out, no_bool_out, same_out)
+# The comparisons and bitwise/logical ops live in scalar_logic; re-exported here,
+# where the rest of the code base looks for every basic scalar op.
+from symgraph.ops.scalar_logic import (AND, EQ, GE, GT, LE, LT, NEQ, OR, XOR,  # noqa: F401
+                                       Invert, IsClose, IsFinite, IsInf, IsNan, c_real,
+                                       disconnected_grads)
 
 
 def _m():
@@ -21,12 +26,6 @@ def _m():
     from symgraph.ops import math
 
     return math
-
-
-def _disconnected(inputs):
-    from symgraph.gradient import disconnected_grad_for
-
-    return [disconnected_grad_for(x) for x in inputs]
 
 
 # -- C helpers: NumPy's floor division, remainder and integer power ------------
@@ -88,58 +87,48 @@ def _c_helper(name, inputs, dtype):
     return f"sg_{name}_{c_ctype(dtype)}({', '.join(inputs)})"
 
 
-def _c_real(dtype):
-    return c_kind(dtype) in "biuf"
-
-
 # -- arithmetic ----------------------------------------------------------------
 
-class Add(ScalarOp):
-    """x + y + ... (any number of inputs, as Theano's add)."""
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        return c_wrapping("+", inputs, out_dtype) if _c_real(out_dtype) else None
+class _Nary(ScalarOp):
+    """Add or Mul: any number of inputs (``nin``), folded with the binary ``ufunc``
+    (which reductions use too); ``c_symbol`` is the C operator."""
 
     __props__ = ("nin",)
-    ufunc = np.add  # for reductions; impl folds it over the inputs
-    identity = 0
     commutative = True
     associative = True
+    c_symbol = None
 
     def __init__(self, nin=2):
         self.nin = nin
 
+    def c_expr(self, inputs, in_dtypes, out_dtype):
+        return c_wrapping(self.c_symbol, inputs, out_dtype) if c_real(out_dtype) else None
+
     def impl(self, *inputs):
         out = inputs[0]
         for x in inputs[1:]:
-            out = np.add(out, x)
+            out = self.ufunc(out, x)
         return out
+
+
+class Add(_Nary):
+    """x + y + ... (any number of inputs, as Theano's add)."""
+
+    c_symbol = "+"
+    ufunc = np.add
+    identity = 0
 
     def grad(self, inputs, outputs, output_grads):
         (gz,) = output_grads
         return [gz for _ in inputs]
 
 
-class Mul(ScalarOp):
+class Mul(_Nary):
     """x * y * ... (any number of inputs)."""
 
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        return c_wrapping("*", inputs, out_dtype) if _c_real(out_dtype) else None
-
-    __props__ = ("nin",)
-    ufunc = np.multiply  # for reductions; impl folds it over the inputs
+    c_symbol = "*"
+    ufunc = np.multiply
     identity = 1
-    commutative = True
-    associative = True
-
-    def __init__(self, nin=2):
-        self.nin = nin
-
-    def impl(self, *inputs):
-        out = inputs[0]
-        for x in inputs[1:]:
-            out = np.multiply(out, x)
-        return out
 
     def grad(self, inputs, outputs, output_grads):
         from symgraph.ops.math import mul
@@ -156,7 +145,7 @@ class Sub(BinaryScalarOp):
     """x - y."""
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        return c_wrapping("-", inputs, out_dtype) if _c_real(out_dtype) else None
+        return c_wrapping("-", inputs, out_dtype) if c_real(out_dtype) else None
 
     ufunc = np.subtract
     output_dtype = staticmethod(no_bool_out)
@@ -188,7 +177,7 @@ class IntDiv(BinaryScalarOp):
     """x // y: floor division as NumPy (and Python); ints stay ints."""
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        return _c_helper("floordiv", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
+        return _c_helper("floordiv", inputs, in_dtypes[0]) if c_real(in_dtypes[0]) else None
 
     def c_support(self):
         return (("sg_divmod_v1", c_exact(_C_DIVMOD)),)
@@ -206,7 +195,7 @@ class Mod(BinaryScalarOp):
     """x % y with the sign of y (NumPy's and Python's convention)."""
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        return _c_helper("mod", inputs, in_dtypes[0]) if _c_real(in_dtypes[0]) else None
+        return _c_helper("mod", inputs, in_dtypes[0]) if c_real(in_dtypes[0]) else None
 
     def c_support(self):
         return (("sg_divmod_v1", c_exact(_C_DIVMOD)),)
@@ -309,7 +298,7 @@ class Sqr(UnaryScalarOp):
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
         (a,) = inputs
-        return c_wrapping("*", [a, a], out_dtype) if _c_real(out_dtype) else None
+        return c_wrapping("*", [a, a], out_dtype) if c_real(out_dtype) else None
 
     ufunc = np.square
 
@@ -329,20 +318,20 @@ class Reciprocal(FloatScalarOp):
         return [-output_grads[0] * _m().sqr(outputs[0])]
 
 
-class Maximum(BinaryScalarOp):
-    """The larger of x and y; NaN if either is NaN (np.maximum)."""
+class _MinMax(BinaryScalarOp):
+    """Maximum or Minimum: ``c_symbol`` is the comparison that keeps the first input."""
+
+    commutative = True
+    associative = True
+    c_symbol = None
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
         # NumPy: NaN wins from either side, and a tie returns the second
         # input (which tells -0.0 from 0.0).  C's fmax would drop the NaN.
         a, b = inputs
         if c_kind(out_dtype) == "f":
-            return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
-        return f"({a} > {b} ? {a} : {b})" if _c_real(out_dtype) else None
-
-    ufunc = np.maximum
-    commutative = True
-    associative = True
+            return f"(({a} {self.c_symbol} {b} || {a} != {a}) ? {a} : {b})"
+        return f"({a} {self.c_symbol} {b} ? {a} : {b})" if c_real(out_dtype) else None
 
     def grad(self, inputs, outputs, output_grads):
         # Theano's convention: at ties both inputs receive the full gradient.
@@ -350,22 +339,18 @@ class Maximum(BinaryScalarOp):
         return [gz * _m().eq(outputs[0], x) for x in inputs]
 
 
-class Minimum(BinaryScalarOp):
+class Maximum(_MinMax):
+    """The larger of x and y; NaN if either is NaN (np.maximum)."""
+
+    c_symbol = ">"
+    ufunc = np.maximum
+
+
+class Minimum(_MinMax):
     """The smaller of x and y; NaN if either is NaN (np.minimum)."""
 
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        a, b = inputs
-        if c_kind(out_dtype) == "f":
-            return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
-        return f"({a} < {b} ? {a} : {b})" if _c_real(out_dtype) else None
-
+    c_symbol = "<"
     ufunc = np.minimum
-    commutative = True
-    associative = True
-
-    def grad(self, inputs, outputs, output_grads):
-        (gz,) = output_grads
-        return [gz * _m().eq(outputs[0], x) for x in inputs]
 
 
 class Clip(ScalarOp):
@@ -373,7 +358,7 @@ class Clip(ScalarOp):
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
         x, lo, hi = inputs
-        return f"({x} < {lo} ? {lo} : ({x} > {hi} ? {hi} : {x}))" if _c_real(out_dtype) else None
+        return f"({x} < {lo} ? {lo} : ({x} > {hi} ? {hi} : {x}))" if c_real(out_dtype) else None
 
     nin = 3
 
@@ -390,191 +375,6 @@ class Clip(ScalarOp):
         return [gz * inside, gz * m.lt(x, lo), gz * m.gt(x, hi)]
 
 
-# -- comparisons (bool results, no gradient) -----------------------------------
-
-class _Comparison(BinaryScalarOp):
-    output_dtype = staticmethod(bool_out)
-    c_symbol = None  # the C operator of a comparison
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        if self.c_symbol is None or not all(_c_real(d) for d in in_dtypes):
-            return None
-        a, b = inputs
-        return f"({a} {self.c_symbol} {b})"
-
-    def connection_pattern(self):
-        return [False] * self.nin
-
-    def grad(self, inputs, outputs, output_grads):
-        return _disconnected(inputs)
-
-
-class LT(_Comparison):
-    c_symbol = "<"
-    """x < y."""
-
-    ufunc = np.less
-
-
-class GT(_Comparison):
-    c_symbol = ">"
-    """x > y."""
-
-    ufunc = np.greater
-
-
-class LE(_Comparison):
-    c_symbol = "<="
-    """x <= y."""
-
-    ufunc = np.less_equal
-
-
-class GE(_Comparison):
-    c_symbol = ">="
-    """x >= y."""
-
-    ufunc = np.greater_equal
-
-
-class EQ(_Comparison):
-    c_symbol = "=="
-    """x == y (False where either is NaN)."""
-
-    ufunc = np.equal
-    commutative = True
-
-
-class NEQ(_Comparison):
-    c_symbol = "!="
-    """x != y (True where either is NaN)."""
-
-    ufunc = np.not_equal
-    commutative = True
-
-
-class IsClose(_Comparison):
-    """|x - y| <= atol + rtol * |y| (np.isclose)."""
-
-    def c_input_dtypes(self, x, y):
-        # np.isclose converts y to result_type(y, 1.0), then works in the
-        # common dtype of x and that (Python floats atol/rtol are weak).
-        y = "float64" if c_kind(y) in "biu" else y
-        return [upcast(x, y)] * 2
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        dtype = in_dtypes[0]
-        if dtype not in ("float32", "float64"):
-            return None  # float16: NumPy rounds every step to float16
-        x, y = inputs
-        fabs = c_fn("fabs", dtype)
-        text = (f"((({fabs}({x} - {y}) <= {c_lit(self.atol, dtype)} + {c_lit(self.rtol, dtype)}"
-                f" * {fabs}({y})) && isfinite({y})) || ({x} == {y})")
-        if self.equal_nan:
-            text += f" || (isnan({x}) && isnan({y}))"
-        return text + ")"
-
-    __props__ = ("rtol", "atol", "equal_nan")
-
-    def __init__(self, rtol=1e-5, atol=1e-8, equal_nan=False):
-        self.rtol, self.atol, self.equal_nan = float(rtol), float(atol), bool(equal_nan)
-
-    def impl(self, x, y):
-        return np.isclose(x, y, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
-
-
-class _UnaryPredicate(_Comparison):
-    nin = 1
-
-
-class IsNan(_UnaryPredicate):
-    """Whether x is NaN (always False for integers and bools)."""
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        kind = c_kind(in_dtypes[0])
-        return f"(isnan({inputs[0]}) != 0)" if kind == "f" else ("0" if kind in "biu" else None)
-
-    ufunc = np.isnan
-
-
-class IsInf(_UnaryPredicate):
-    """Whether x is +inf or -inf."""
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        kind = c_kind(in_dtypes[0])
-        return f"(isinf({inputs[0]}) != 0)" if kind == "f" else ("0" if kind in "biu" else None)
-
-    ufunc = np.isinf
-
-
-class IsFinite(_UnaryPredicate):
-    """Whether x is neither infinite nor NaN."""
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        kind = c_kind(in_dtypes[0])
-        return f"(isfinite({inputs[0]}) != 0)" if kind == "f" else ("1" if kind in "biu" else None)
-
-    ufunc = np.isfinite
-
-
-# -- bitwise on integers, logical on bools ---------------------------------------
-
-class _Bitwise(_Comparison):
-    output_dtype = staticmethod(int_or_bool_out)
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        if self.c_symbol is None or c_kind(out_dtype) not in "biu":
-            return None
-        return f"(({c_ctype(out_dtype)})({f' {self.c_symbol} '.join(inputs)}))"
-
-
-class AND(_Bitwise):
-    c_symbol = "&"
-    """x & y (bitwise on integers, logical on bools)."""
-
-    name = "and_"
-
-    ufunc = np.bitwise_and
-    commutative = True
-    associative = True
-
-
-class OR(_Bitwise):
-    c_symbol = "|"
-    """x | y (bitwise on integers, logical on bools)."""
-
-    name = "or_"
-
-    ufunc = np.bitwise_or
-    identity = 0
-    commutative = True
-    associative = True
-
-
-class XOR(_Bitwise):
-    c_symbol = "^"
-    """x ^ y (bitwise on integers, logical on bools)."""
-
-    ufunc = np.bitwise_xor
-    identity = 0
-    commutative = True
-    associative = True
-
-
-class Invert(_Bitwise):
-    """~x (bitwise not on integers, logical not on bools)."""
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        (a,) = inputs
-        kind = c_kind(out_dtype)
-        if kind == "b":
-            return f"(!{a})"
-        return f"(({c_ctype(out_dtype)})(~{a}))" if kind in "iu" else None
-
-    nin = 1
-    ufunc = np.invert
-
-
 # -- selection and structure -----------------------------------------------------
 
 class Switch(ScalarOp):
@@ -585,7 +385,7 @@ class Switch(ScalarOp):
         return [cond, out, out]
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        if not all(_c_real(d) for d in in_dtypes):
+        if not all(c_real(d) for d in in_dtypes):
             return None
         cond, a, b = inputs
         return f"({cond} ? {a} : {b})"
@@ -609,7 +409,7 @@ class Switch(ScalarOp):
         if cond.dtype.startswith("float"):
             g_cond = m.zeros_like(cond)
         else:
-            g_cond = _disconnected([cond])[0]
+            g_cond = disconnected_grads([cond])[0]
         return [g_cond, m.switch(cond, gz, 0), m.switch(cond, 0, gz)]
 
 
@@ -624,7 +424,7 @@ class Second(ScalarOp):
         return [model, value]
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        return inputs[1] if _c_real(out_dtype) else None
+        return inputs[1] if c_real(out_dtype) else None
 
     nin = 2
 
@@ -641,14 +441,14 @@ class Second(ScalarOp):
 
     def grad(self, inputs, outputs, output_grads):
         model, _ = inputs
-        return [_disconnected([model])[0], output_grads[0]]
+        return [disconnected_grads([model])[0], output_grads[0]]
 
 
 class Identity(UnaryScalarOp):
     """x unchanged (a copy)."""
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
-        return inputs[0] if _c_real(out_dtype) else None
+        return inputs[0] if c_real(out_dtype) else None
 
     def impl(self, x):
         return np.array(x, copy=True)
@@ -665,7 +465,7 @@ class Cast(UnaryScalarOp):
 
     def c_expr(self, inputs, in_dtypes, out_dtype):
         (a,) = inputs
-        if not (_c_real(in_dtypes[0]) and _c_real(out_dtype)):
+        if not (c_real(in_dtypes[0]) and c_real(out_dtype)):
             return None
         if c_kind(out_dtype) == "b":
             return f"({a} != 0)"

@@ -147,19 +147,44 @@ def symbolic_slice_length(spec, size, values):
 # Basic indexing
 
 
-class Subtensor(Op):
-    """``x[idx]`` for a basic index: a view of ``x`` (see the module docstring)."""
+class BaseSubtensor(Op):
+    """What Subtensor and AdvancedSubtensor share: ``x[idx]`` for an ``idx_list``,
+    with inputs ``(x, *index_inputs)``.  The gradient scatters into zeros with
+    ``increment_class`` (the matching IncSubtensor), linear in ``x`` alone."""
 
     __props__ = ("idx_list",)
-    view_map = {0: [0]}
+    increment_class = None
 
     def __init__(self, idx_list):
         self.idx_list = tuple(idx_list)
 
     def __str__(self):
-        return f"Subtensor{{{pattern_str(self.idx_list)[1:-1]}}}"
+        return f"{type(self).__name__}{{{pattern_str(self.idx_list)[1:-1]}}}"
 
     __repr__ = __str__
+
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def grad(self, inputs, output_grads):
+        x, rest = inputs[0], inputs[1:]
+        (gz,) = output_grads
+        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
+            return [_disconnected(v) for v in inputs]
+        gz = _as_dtype(gz, x.dtype)
+        gx = self.increment_class(self.idx_list)(zeros_like_shape(x), gz, *rest)
+        return [gx] + [_disconnected(i) for i in rest]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        return [self(eval_points[0], *inputs[1:])]
+
+
+class Subtensor(BaseSubtensor):
+    """``x[idx]`` for a basic index: a view of ``x`` (see the module docstring)."""
+
+    view_map = {0: [0]}
 
     def make_node(self, x, *index_inputs):
         x = as_tensor_variable(x)
@@ -202,23 +227,6 @@ class Subtensor(Op):
         out.extend(x_shape[len(self.idx_list):])
         return [tuple(out)]
 
-    def connection_pattern(self, node):
-        return [[True]] + [[False]] * (len(node.inputs) - 1)
-
-    def grad(self, inputs, output_grads):
-        x, rest = inputs[0], inputs[1:]
-        (gz,) = output_grads
-        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
-            return [_disconnected(x)] + [_disconnected(i) for i in rest]
-        gz = _as_dtype(gz, x.dtype)
-        gx = IncSubtensor(self.idx_list)(zeros_like_shape(x), gz, *rest)
-        return [gx] + [_disconnected(i) for i in rest]
-
-    def R_op(self, inputs, eval_points):
-        if eval_points[0] is None:
-            return [None]
-        return [self(eval_points[0], *inputs[1:])]
-
 
 def _as_dtype(var, dtype):
     """``var`` cast to ``dtype`` when it differs (gradients may arrive upcast)."""
@@ -249,12 +257,15 @@ def check_pattern(op, x, idx_list, index_inputs, scalars_only):
                 raise TypeError(f"{op}: index {i} must be an int scalar, got {i.type}")
 
 
-class IncSubtensor(Op):
-    """``x`` with ``x[idx]`` incremented by ``y`` (or set to ``y``): a new array
-    unless ``inplace``.  ``y`` broadcasts over its dimensions of static size 1 and
-    over missing leading dimensions."""
+class BaseIncSubtensor(Op):
+    """What IncSubtensor and AdvancedIncSubtensor share: ``x`` with ``x[idx]``
+    incremented by ``y`` (or set to ``y``), inputs ``(x, y, *index_inputs)``; a
+    new array unless ``inplace``.  ``subtensor_class`` is the matching indexing op
+    (it checks the index and reads the gradient of ``y``)."""
 
     __props__ = ("idx_list", "set_instead_of_inc", "inplace")
+    subtensor_class = None
+    str_prefix = ""  # before "IncSubtensor" / "SetSubtensor" in the op's name
 
     def __init__(self, idx_list, set_instead_of_inc=False, inplace=False):
         self.idx_list = tuple(idx_list)
@@ -265,7 +276,7 @@ class IncSubtensor(Op):
     def __str__(self):
         kind = "Set" if self.set_instead_of_inc else "Inc"
         extra = ";inplace" if self.inplace else ""
-        return f"{kind}Subtensor{{{pattern_str(self.idx_list)[1:-1]}{extra}}}"
+        return f"{self.str_prefix}{kind}Subtensor{{{pattern_str(self.idx_list)[1:-1]}{extra}}}"
 
     __repr__ = __str__
 
@@ -273,9 +284,40 @@ class IncSubtensor(Op):
         x = as_tensor_variable(x)
         y = as_tensor_variable(y)
         index_inputs = [as_tensor_variable(i) for i in index_inputs]
-        sub = Subtensor(self.idx_list).make_node(x, *index_inputs).outputs[0]
+        sub = self.subtensor_class(self.idx_list).make_node(x, *index_inputs).outputs[0]
         check_update_value(self, sub, y, x)
         return Apply(self, [x, y] + index_inputs, [x.type()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def grad(self, inputs, output_grads):
+        x, y, rest = inputs[0], inputs[1], inputs[2:]
+        (gz,) = output_grads
+        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
+            return [_disconnected(v) for v in inputs]
+        if self.set_instead_of_inc:
+            gx = type(self)(self.idx_list, True)(gz, constant(0, dtype=gz.dtype), *rest)
+        else:
+            gx = gz
+        gy = reduce_to_value_shape(self.subtensor_class(self.idx_list)(gz, *rest), y)
+        return [gx, gy] + [_disconnected(i) for i in rest]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None or eval_points[1] is None:
+            return [None]
+        return [self(eval_points[0], eval_points[1], *inputs[2:])]
+
+
+class IncSubtensor(BaseIncSubtensor):
+    """``x`` with ``x[idx]`` incremented by ``y`` (or set to ``y``), for a basic
+    index.  ``y`` broadcasts over its dimensions of static size 1 and over
+    missing leading dimensions."""
+
+    subtensor_class = Subtensor
 
     def c_kernel(self, node):
         from symgraph.compile.native.index_codegen import inc_subtensor_kernel
@@ -297,28 +339,8 @@ class IncSubtensor(Op):
             view[...] += y
         output_storage[0][0] = out
 
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
 
-    def connection_pattern(self, node):
-        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
-
-    def grad(self, inputs, output_grads):
-        x, y, rest = inputs[0], inputs[1], inputs[2:]
-        (gz,) = output_grads
-        if x.dtype not in FLOAT_DTYPES and not x.dtype.startswith("complex"):
-            return [_disconnected(v) for v in inputs]
-        if self.set_instead_of_inc:
-            gx = IncSubtensor(self.idx_list, True)(gz, constant(0, dtype=gz.dtype), *rest)
-        else:
-            gx = gz
-        gy = reduce_to_value_shape(Subtensor(self.idx_list)(gz, *rest), y)
-        return [gx, gy] + [_disconnected(i) for i in rest]
-
-    def R_op(self, inputs, eval_points):
-        if eval_points[0] is None or eval_points[1] is None:
-            return [None]
-        return [self(eval_points[0], eval_points[1], *inputs[2:])]
+Subtensor.increment_class = IncSubtensor  # its gradient (defined after it)
 
 
 def check_update_value(op, sub, y, x):

@@ -28,9 +28,9 @@ node that does not depend on them, so that a call that raises on the way
 (a shape mismatch, say) has not yet changed any shared value; only an error
 inside or after those last nodes can leave a shared variable half updated.
 
-Not done here: an in-place ``Gemm`` (``z <- alpha * x @ y + beta * z`` in z's
-buffer) belongs with the Gemm op (``ops/gemm.py``) once it has an ``inplace``
-prop; adding it is a third entry in ``_BUILDERS`` below.
+``Gemm`` / ``Gemv`` / ``Ger`` (``ops/gemm.py``) get ``inplace=True`` and
+write ``b * z + a * dot(x, y)`` into z's buffer: the SGD update of a dense
+layer's weights then costs one BLAS call and no copy of the weights.
 """
 
 import weakref
@@ -89,11 +89,26 @@ def _incsubtensor_build(node, pattern):
     return type(op)(op.idx_list, op.set_instead_of_inc, inplace=True)(*node.inputs)
 
 
+def _blas_update_candidates(node):
+    from symgraph.ops.gemm import Gemm, Gemv, Ger
+
+    if type(node.op) not in (Gemm, Gemv, Ger) or node.op.inplace:
+        return None
+    # The result has z's type (make_node takes z's dtype, and z must have the
+    # result's shape at run time), so z's buffer always fits it.
+    return [(0, [0])]
+
+
+def _blas_update_build(node, pattern):
+    return type(node.op)(inplace=True)(*node.inputs)
+
+
 # name -> (candidates(node) -> [(output, [inputs it could overwrite])] or None,
 #          build(node, {output: input}) -> the new node's outputs)
 _BUILDERS = {
     "inplace_elemwise": (_elemwise_candidates, _elemwise_build),
     "inplace_incsubtensor": (_incsubtensor_candidates, _incsubtensor_build),
+    "inplace_blas_update": (_blas_update_candidates, _blas_update_build),
 }
 
 
@@ -334,6 +349,15 @@ def inplace_incsubtensor(fgraph, verbose=False):
     return _run(fgraph, "inplace_incsubtensor", verbose)
 
 
+@graph_rewriter(name="inplace_blas_update")
+def inplace_blas_update(fgraph, verbose=False):
+    """Let Gemm, Gemv and Ger write their result into z's buffer."""
+    return _run(fgraph, "inplace_blas_update", verbose)
+
+
+# The BLAS updates first: when an element-wise node and a Gemm could both
+# take a weight's buffer, the Gemm's copy is the expensive one to avoid.
+register(inplace_blas_update, "fast_run", "inplace", phase="inplace")
 register(inplace_elemwise, "fast_run", "inplace", phase="inplace")
 register(inplace_incsubtensor, "fast_run", "inplace", phase="inplace")
 

@@ -22,7 +22,7 @@ from symgraph.compile.native.assemble import C_SRC, assemble
 from symgraph.compile.native.elemwise_codegen import elemwise_kernel
 from symgraph.ops.composite import Composite
 from symgraph.ops.elemwise import Elemwise
-from symgraph.ops import scalar_basic as sb, scalar_math as sm
+from symgraph.ops import scalar_basic as sb, scalar_logic as sl, scalar_math as sm
 from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError, _describe,
                                          run_python)
 
@@ -274,11 +274,11 @@ def test_op_matches_python(library, case, rng):
 
 
 def test_every_scalar_op_has_c_or_is_known_without():
-    """Each scalar op class of scalar_basic/scalar_math is covered by CASES, or has
+    """Each scalar op class of scalar_basic/scalar_logic/scalar_math is covered by CASES, or has
     no C on purpose."""
     without = {"Erfinv", "Psi", "TriGamma", "Conj"}  # Conj: only real inputs, as Real
     covered = {type(n.op.scalar_op).__name__ for n in _NODES.values()}
-    for module in (sb, sm):
+    for module in (sb, sl, sm):
         for name, cls in vars(module).items():
             if isinstance(cls, type) and cls.__module__ == module.__name__ and \
                     not name.startswith("_") and hasattr(cls, "impl"):

@@ -4,64 +4,12 @@ layouts, static shapes, errors, gradients and infer_shape."""
 import numpy as np
 import pytest
 
-import symgraph
-import symgraph.gradient
 import symgraph.tensor as T
 from symgraph.ops.shape import Reshape, Shape_i, SpecifyShape, constant_int
-from tests.helpers import check_infer_shape
+from tests.ops.op_checks import check_shapes, odd_layouts, run, sample, verify_grad
 
 RNG = np.random.default_rng(7)
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
-
-
-# -- helpers -----------------------------------------------------------------------
-
-def run(inputs, outputs, *values):
-    """Compile ``outputs`` and call the function on ``values``."""
-    single = not isinstance(outputs, (list, tuple))
-    outs = [outputs] if single else list(outputs)
-    res = symgraph.function(list(inputs), outs, on_unused_input="ignore")(*values)
-    return res[0] if single else res
-
-
-def direct_infer_shape(outputs, inputs, values):
-    """Each output node's own infer_shape, evaluated, equals the real shape."""
-    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    for out in outputs:
-        node = out.owner
-        in_shapes = [tuple(T.shape_i(i, d) for d in range(i.ndim)) for i in node.inputs]
-        shapes = node.op.infer_shape(None, node, in_shapes)[out.index]
-        assert len(shapes) == out.ndim
-        real = np.shape(run(inputs, out, *values))
-        got = run(inputs, list(shapes), *values) if shapes else []
-        assert tuple(int(s) for s in got) == real, (out, got, real)
-
-
-def check_shapes(outputs, inputs, values):
-    """infer_shape checked directly and through the shared ShapeFeature checker."""
-    direct_infer_shape(outputs, inputs, values)
-    check_infer_shape(outputs, inputs, values)
-
-
-def verify_grad(fn, values):
-    symgraph.gradient.verify_grad(fn, values, rng=np.random.default_rng(0))
-
-
-def sample(dtype, shape):
-    if dtype == "bool":
-        return RNG.random(shape) < 0.5
-    if dtype.startswith("int"):
-        return RNG.integers(-5, 6, size=shape).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def odd_layouts(arr):
-    """The same values as C-contiguous, Fortran-ordered and negative-stride arrays."""
-    yield arr
-    yield np.asfortranarray(arr)
-    flipped = arr[::-1].copy()[::-1]
-    assert flipped.strides[0] <= 0 or arr.shape[0] <= 1
-    yield flipped
 
 
 # -- shape, shape_i, specify_shape -------------------------------------------------
@@ -131,7 +79,7 @@ def test_reshape_values(dtype):
             x.reshape(T.as_tensor_variable(np.array([12]))), x.reshape(x.shape[::-1])]
     assert isinstance(outs[0].owner.op, Reshape) and outs[0].type.shape == (3, 4)
     assert outs[2].type.shape == (None, None, 2)
-    base = sample(dtype, (4, 3))
+    base = sample(dtype, (4, 3), RNG)
     for v in odd_layouts(base):
         got = run([x, n], outs, v, 3)
         want = [v.reshape(3, 4), v.reshape(2, -1), v.reshape(3, -1, 2), v.reshape(12),
@@ -230,7 +178,7 @@ def test_transpose_swapaxes_squeeze_expand_dims():
 def test_concatenate_values(dtype):
     a = T.tensor(dtype, shape=(None, None))
     b = T.tensor(dtype, shape=(None, None))
-    va, vb = sample(dtype, (2, 3)), sample(dtype, (4, 3))
+    va, vb = sample(dtype, (2, 3), RNG), sample(dtype, (4, 3), RNG)
     for arr in odd_layouts(va):
         got = run([a, b], [T.concatenate([a, b]), T.concatenate([a, b[:2, ::-1]], axis=-1)],
                   arr, vb)
@@ -322,7 +270,7 @@ def test_alloc_values(dtype):
     n = T.lscalar("n")
     out = T.alloc(row, 2, n, 3)
     assert out.type.shape == (2, None, 3) and out.dtype == dtype
-    v = sample(dtype, (1, 3))
+    v = sample(dtype, (1, 3), RNG)
     got = run([row, n], out, v, 4)
     np.testing.assert_array_equal(got, np.broadcast_to(v, (2, 4, 3)))
     got[0, 0, 0] = got[1, 1, 1]  # a fresh, writable array

@@ -4,64 +4,16 @@ set/inc_subtensor, nonzero, errors, gradients and infer_shape."""
 import numpy as np
 import pytest
 
-import symgraph
-import symgraph.gradient
 import symgraph.tensor as T
 from symgraph.ops.advanced_subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 from symgraph.ops.subtensor import IncSubtensor, Subtensor
-from tests.helpers import check_infer_shape
+from tests.ops.op_checks import check_shapes, odd_layouts, run, sample, verify_grad
 
 RNG = np.random.default_rng(11)
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
 
 
 # -- helpers -----------------------------------------------------------------------
-
-def run(inputs, outputs, *values):
-    """Compile ``outputs`` and call the function on ``values``."""
-    single = not isinstance(outputs, (list, tuple))
-    outs = [outputs] if single else list(outputs)
-    res = symgraph.function(list(inputs), outs, on_unused_input="ignore")(*values)
-    return res[0] if single else res
-
-
-def direct_infer_shape(outputs, inputs, values):
-    """Each output node's own infer_shape, evaluated, equals the real shape."""
-    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    reals = run(inputs, list(outputs), *values)
-    for out, real in zip(outputs, reals):
-        node = out.owner
-        in_shapes = [tuple(T.shape_i(i, d) for d in range(i.ndim)) for i in node.inputs]
-        shapes = node.op.infer_shape(None, node, in_shapes)[out.index]
-        assert len(shapes) == out.ndim
-        got = run(inputs, list(shapes), *values) if shapes else []
-        assert tuple(int(s) for s in got) == np.shape(real), (out, got, np.shape(real))
-
-
-def check_shapes(outputs, inputs, values):
-    """infer_shape checked directly and through the shared ShapeFeature checker."""
-    direct_infer_shape(outputs, inputs, values)
-    check_infer_shape(outputs, inputs, values)
-
-
-def verify_grad(fn, values):
-    symgraph.gradient.verify_grad(fn, values, rng=np.random.default_rng(0))
-
-
-def sample(dtype, shape):
-    if dtype == "bool":
-        return RNG.random(shape) < 0.5
-    if dtype.startswith("int"):
-        return RNG.integers(-5, 6, size=shape).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def layouts(arr):
-    """C-contiguous, Fortran-ordered and negative-stride copies of ``arr``."""
-    yield arr
-    yield np.asfortranarray(arr)
-    yield arr[::-1].copy()[::-1]
-
 
 def assert_same(got, want):
     got = np.asarray(got)
@@ -100,8 +52,8 @@ def test_basic_index_forms(dtype):
         (x[T.constant(1)], lambda v: v[1]),
     ]
     outs = [c[0] for c in cases]
-    base = sample(dtype, (4, 5, 6))
-    for v in layouts(base):
+    base = sample(dtype, (4, 5, 6), RNG)
+    for v in odd_layouts(base):
         got = run([x, i, j, a, b, s], outs, v, 2, -1, -3, 3, 2)
         for (_, ref), g in zip(cases, got):
             assert_same(g, ref(v))
@@ -187,9 +139,9 @@ def test_advanced_index_forms(dtype):
         (x[[i, 0]], lambda v: v[[1, 0]]),
     ]
     outs = [c[0] for c in cases]
-    base = sample(dtype, (4, 5, 6))
+    base = sample(dtype, (4, 5, 6), RNG)
     args = [x, iv, im, i]
-    for v in layouts(base):
+    for v in odd_layouts(base):
         got = run(args, outs, v, vals["iv"], vals["im"], vals["i"])
         for (_, ref), g in zip(cases, got):
             assert_same(g, ref(v))
@@ -226,7 +178,7 @@ def test_advanced_static_shapes_and_errors():
 def test_boolean_masks(dtype):
     x = T.tensor(dtype, shape=(None, None))
     bv = T.tensor("bool", shape=(None,))
-    v = sample(dtype, (4, 3))
+    v = sample(dtype, (4, 3), RNG)
     vb = np.array([True, False, True, True])
     cases = [
         (x[x > 0] if dtype != "bool" else x[x], lambda v: v[v > 0] if dtype != "bool" else v[v]),
@@ -239,7 +191,7 @@ def test_boolean_masks(dtype):
     outs = [c[0] for c in cases]
     assert outs[0].type.shape == (None,) and outs[1].type.shape == (None, None)
     assert outs[5].type.shape[0] == 2
-    for arr in layouts(v):
+    for arr in odd_layouts(v):
         for (_, ref), g in zip(cases, run([x, bv], outs, arr, vb)):
             assert_same(g, ref(arr))
     check_shapes(outs, [x, bv], [v, vb])
@@ -254,7 +206,7 @@ def test_set_inc_basic(dtype):
     x = T.tensor(dtype, shape=(None, None))
     y = T.tensor(dtype, shape=(None,))
     a = T.lscalar("a")
-    vx, vy = sample(dtype, (4, 3)), sample(dtype, (3,))
+    vx, vy = sample(dtype, (4, 3), RNG), sample(dtype, (3,), RNG)
     outs = [T.set_subtensor(x[1], y), T.inc_subtensor(x[a], y), T.set_subtensor(x[:, 0], 1),
             T.set_subtensor(x[::-2, a:], y[:2]), T.inc_subtensor(x[1:3], y),
             T.set_subtensor(x[...], y), T.inc_subtensor(x[2, 1], y[0]),
@@ -272,7 +224,7 @@ def test_set_inc_basic(dtype):
                lambda r: r.__setitem__(Ellipsis, vy),
                lambda r: r.__setitem__((2, 1), r[2, 1] + vy[0]),
                lambda r: r.__setitem__(slice(1, 2), vy)]
-    for arr in layouts(vx):
+    for arr in odd_layouts(vx):
         got = run([x, y, a], outs, arr, vy, -2)
         for g, change in zip(got, changes):
             assert_same(g, updated(arr, change))
@@ -311,7 +263,7 @@ def test_set_inc_advanced(dtype):
     x = T.tensor(dtype, shape=(None, None))
     y = T.tensor(dtype, shape=(None, None))
     iv = T.lvector("iv")
-    vx, vy = sample(dtype, (4, 3)), sample(dtype, (3, 3))
+    vx, vy = sample(dtype, (4, 3), RNG), sample(dtype, (3, 3), RNG)
     idx = np.array([0, 2, 0])
     outs = [T.inc_subtensor(x[iv], y), T.set_subtensor(x[iv], y),
             T.inc_subtensor(x[[1, 1, 1], [0, 0, 2]], y[0]), T.inc_subtensor(x[:, [2, 2]], 1),
@@ -324,7 +276,7 @@ def test_set_inc_advanced(dtype):
     r = vx.copy(); r[:, 2] += 2; want.append(r)  # noqa: E702
     r = vx.copy(); r[r > 0] = 0; want.append(r)  # noqa: E702
     r = vx.copy(); np.add.at(r, (idx, slice(1, None)), vy[:, :2]); want.append(r)  # noqa: E702
-    for arr in layouts(vx):
+    for arr in odd_layouts(vx):
         for g, w in zip(run([x, y, iv], outs, arr, vy, idx), want):
             assert_same(g, w)
     # Repeated indices accumulate with inc; with set, the last one wins.
@@ -356,7 +308,7 @@ def test_set_inc_boolean_mask_and_none():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nonzero(dtype):
     x = T.tensor(dtype, shape=(None, None))
-    v = sample(dtype, (3, 4))
+    v = sample(dtype, (3, 4), RNG)
     nz = T.nonzero(x)
     assert isinstance(nz, tuple) and len(nz) == 2 and all(n.dtype == "int64" for n in nz)
     got = run([x], list(nz) + [T.nonzero(x, return_matrix=True), T.flatnonzero(x),

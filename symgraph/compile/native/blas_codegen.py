@@ -13,7 +13,7 @@ from symgraph.compile.native.blas_support import (
     BLAS_PREFIX, blas_available, blas_symbols, cname, common_support, load_support,
     store_support, typed_support)
 from symgraph.compile.native.c_types import c_type
-from symgraph.compile.native.kernel import CKernel
+from symgraph.compile.native.kernel import COMPUTE, INPLACE, CKernel
 
 #: Bump when the generated code changes in a way its text would not show.
 VERSION = 1
@@ -216,20 +216,23 @@ def _same_shape_check(op_name, z, other_dims, what):
     return checks
 
 
-def blas_update_kernel(op_name, dtype):
+def blas_update_kernel(op_name, dtype, inplace=False):
     """The CKernel of Gemm, Gemv or Ger (``op_name``) for ``dtype``, or None.
 
     Gemm(z, a, x, y, b) = b*z + a*dot(x, y) with matrices x, y;
     Gemv(z, a, A, x, b) = b*z + a*dot(A, x) with a matrix A and vector x;
     Ger(z, a, x, y) = z + a*outer(x, y).  All inputs have ``dtype``.
+    ``inplace``: an INPLACE kernel whose output is z itself (the runtime
+    hands it z's array; it never calls the shape function, so ``run`` makes
+    the same checks first).
     """
     dtype = str(dtype)
     if dtype in ("float32", "float64"):
         if not blas_available():
             return None
-        return _float_update(op_name, _FLOAT_COMPUTE[dtype])
+        return _float_update(op_name, _FLOAT_COMPUTE[dtype], inplace)
     if dtype in _INT_DTYPES:
-        return _int_update(op_name, dtype)
+        return _int_update(op_name, dtype, inplace)
     return None
 
 
@@ -250,40 +253,96 @@ def _update_shape(op_name):
     return _shape_fn(checks, ["in[0].shape[0]", "in[0].shape[1]"])
 
 
-def _float_update(op_name, T):
+def _update_kind(inplace):
+    """(kind, CKernel aliasing arguments, C of run's first lines): an in-place
+    kernel checks the shapes itself, through the shape function."""
+    if not inplace:
+        return COMPUTE, {}, ""
+    check = ("    { int64_t shapes[SG_MAXDIMS];\n"
+             "      if (SG_FN(shape)(in, shapes, err)) return 1; }\n")
+    return INPLACE, {"inplace_of": (0,)}, check
+
+
+def _float_call(op_name, p, T):
+    """C: the BLAS helper call adding alpha * the product into c (row stride
+    ldc), and the same for c holding the TRANSPOSED result (row stride ldc)."""
+    if op_name == "Gemm":
+        call = (f"sg_blas_{p}_gemm(in[2].shape[0], in[3].shape[1], in[2].shape[1], alpha, "
+                "in[2].data, in[2].strides[0], in[2].strides[1], "
+                "in[3].data, in[3].strides[0], in[3].strides[1], 1, c, ldc, err)")
+        # (x . y)^T = y^T . x^T: each operand read with its strides swapped.
+        call_t = (f"sg_blas_{p}_gemm(in[3].shape[1], in[2].shape[0], in[2].shape[1], alpha, "
+                  "in[3].data, in[3].strides[1], in[3].strides[0], "
+                  "in[2].data, in[2].strides[1], in[2].strides[0], 1, c, ldc, err)")
+    elif op_name == "Gemv":
+        call = (f"sg_blas_{p}_gemv(in[2].shape[0], in[2].shape[1], alpha, "
+                "in[2].data, in[2].strides[0], in[2].strides[1], "
+                "in[3].data, in[3].strides[0], 1, c, ldc, err)")
+        call_t = None   # a vector z: the target helper takes any positive stride
+    else:
+        call = (f"sg_blas_{p}_ger(in[2].shape[0], in[3].shape[0], alpha, "
+                "in[2].data, in[2].strides[0], in[3].data, in[3].strides[0], c, ldc, err)")
+        call_t = (f"sg_blas_{p}_ger(in[3].shape[0], in[2].shape[0], alpha, "
+                  "in[3].data, in[3].strides[0], in[2].data, in[2].strides[0], c, ldc, err)")
+    return call, call_t
+
+
+def _float_update(op_name, T, inplace=False):
     p = BLAS_PREFIX[T]
     support = list(typed_support(T)) + [store_support(T, T)]
     out_ndim = 1 if op_name == "Gemv" else 2
     rows, cols, ors, ocs = _out_matrix(out_ndim)
     z = _as_matrix(0, 2) if out_ndim == 2 else ["in[0].data", "in[0].shape[0]", "1",
                                                    "in[0].strides[0]", "0"]
-    if op_name == "Gemm":
-        call = (f"sg_blas_{p}_gemm(in[2].shape[0], in[3].shape[1], in[2].shape[1], alpha, "
-                "in[2].data, in[2].strides[0], in[2].strides[1], "
-                "in[3].data, in[3].strides[0], in[3].strides[1], 1, c, ldc, err)")
-    elif op_name == "Gemv":
-        call = (f"sg_blas_{p}_gemv(in[2].shape[0], in[2].shape[1], alpha, "
-                "in[2].data, in[2].strides[0], in[2].strides[1], "
-                "in[3].data, in[3].strides[0], 1, c, ldc, err)")
-    else:
-        call = (f"sg_blas_{p}_ger(in[2].shape[0], in[3].shape[0], alpha, "
-                "in[2].data, in[2].strides[0], in[3].data, in[3].strides[0], c, ldc, err)")
+    kind, alias, check = _update_kind(inplace)
+    call, call_t = _float_call(op_name, p, T)
     beta = _scalar(4, T) if op_name != "Ger" else f"({T})1"
+    scale = "zij" if op_name == "Ger" else "beta * zij"
+    # In place, when z's layout suits BLAS as it is, the result is written
+    # straight into z: nothing to copy when beta is 1 (an SGD update), else z
+    # scaled where it lies (as NumPy's z * b, NaN * 0 included).  A matrix z
+    # with contiguous columns (a transposed array) holds the transposed
+    # result, computed with the operands swapped.  Other layouts go through
+    # the workspace path below, as the out-of-place kernel does.
+    direct = ""
+    if inplace:
+        direct = f"""
+    if (sg_blas_{p}_target(out[0].data, rows, cols, zrs, zcs, 1, &c, &ldc, &wout, err))
+        return 1;
+    if (!wout) {{
+        if (beta != 1)
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) c[i * ldc + j] *= beta;
+        return {call};
+    }}
+    free(wout); wout = NULL;"""
+        if call_t is not None:
+            direct += f"""
+    if (sg_blas_{p}_target(out[0].data, cols, rows, zcs, zrs, 1, &c, &ldc, &wout, err))
+        return 1;
+    if (!wout) {{
+        if (beta != 1)
+            for (int64_t j = 0; j < cols; j++)
+                for (int64_t i = 0; i < rows; i++) c[j * ldc + i] *= beta;
+        return {call_t};
+    }}
+    free(wout); wout = NULL;"""
     run = f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    const {T} alpha = {_scalar(1, T)}, beta = {beta};
+{check}    const {T} alpha = {_scalar(1, T)}, beta = {beta};
     const int64_t rows = {rows}, cols = {cols}, zrs = {z[3]}, zcs = {z[4]};
     {T} *c = NULL, *wout = NULL;
     int64_t ldc = 1;
-    if (sg_blas_{p}_target(out[0].data, rows, cols, {ors}, {ocs}, 1, &c, &ldc, &wout, err))
+    (void)beta; (void)zrs; (void)zcs;{direct}
+    if (sg_blas_{p}_target(out[0].data, rows, cols, {ors}, {ocs}, {int(not inplace)}, &c, &ldc,
+                           &wout, err))
         return 1;
     /* The result starts as beta * z (as NumPy computes it, NaN * 0 included);
        BLAS then adds alpha * the product with beta = 1. */
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {{
             {T} zij; memcpy(&zij, in[0].data + i * zrs + j * zcs, sizeof zij);
-            c[i * ldc + j] = {"zij" if op_name == "Ger" else "beta * zij"};
+            c[i * ldc + j] = {scale};
         }}
-    (void)beta;
     int rc = {call};
     if (!rc && wout)
         sg_blas_store_{T}_{T}(c, ldc, rows, cols, out[0].data, {ors}, {ocs});
@@ -291,12 +350,13 @@ def _float_update(op_name, T):
     return rc;
 }}
 """
-    return CKernel(source=_update_shape(op_name) + run, support=tuple(support),
-                   symbols=blas_symbols(T), version=VERSION)
+    return CKernel(source=_update_shape(op_name) + run, kind=kind, support=tuple(support),
+                   symbols=blas_symbols(T), version=VERSION, **alias)
 
 
-def _int_update(op_name, dtype):
+def _int_update(op_name, dtype, inplace=False):
     O, U = c_type(dtype), _UNSIGNED[dtype]
+    kind, alias, check = _update_kind(inplace)
 
     def rd(i, idx):
         return _elem(i, O, len(idx), idx)
@@ -305,6 +365,8 @@ def _int_update(op_name, dtype):
         return f"(({O} *)(out[0].data + {_out_elem(len(idx), idx)}))"
 
     alpha, beta = f"(({U}){rd(1, ())})", f"(({U}){rd(4, ())})"
+    # Every element of z is read before the same element of the result is
+    # written (and never again after), so out[0] may be z itself.
     if op_name == "Gemm":
         body = f"""
     const int64_t m = in[2].shape[0], n = in[3].shape[1], k = in[2].shape[1];
@@ -336,9 +398,9 @@ def _int_update(op_name, dtype):
             *{at(("i", "j"))} = ({O})(({U}){rd(0, ("i", "j"))} + a * ({U}){rd(3, ("j",))});
     }}"""
     run = (f"int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{\n"
-           f"    (void)err;{body}\n    return 0;\n}}\n")
-    return CKernel(source=_update_shape(op_name) + run,
-                   support=(common_support(),), version=VERSION)
+           f"{check}    (void)err;{body}\n    return 0;\n}}\n")
+    return CKernel(source=_update_shape(op_name) + run, kind=kind,
+                   support=(common_support(),), version=VERSION, **alias)
 
 
 # -- BatchedDot -----------------------------------------------------------------------------
