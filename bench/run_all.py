@@ -126,6 +126,10 @@ def main(argv=None):
     args = parse_args(argv)
     threads = args.threads or os.cpu_count() or 1
     if os.environ.get(_REEXEC_MARK) != "1":
+        if threads == 1 and hasattr(os, "sched_setaffinity"):
+            # Some runtimes (XLA) start worker threads whatever their flags say:
+            # one core for every system makes "one thread" mean the same for all.
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         sys.stdout.flush()
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv,
                   reexec_env(threads))
