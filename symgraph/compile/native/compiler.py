@@ -7,11 +7,27 @@ same folder when ``cxx`` is a path; when that is not found, ``gcc`` and then
 ``cc`` on ``PATH``.  An empty ``cxx`` means "no C code", and compiling is then
 an error.
 
-Flags: ``-O3 -march=native`` with the individual IEEE-safe parts of
-``-ffast-math`` that pay (no ``errno`` from math functions, no trapping), but
-never ``-ffast-math`` itself: it assumes no NaN or Inf, which breaks ``isnan``,
+Flags: ``-O2 -march=native`` (and, for GCC, ``-fvect-cost-model=dynamic
+-fpeel-loops``) with the individual IEEE-safe parts of ``-ffast-math`` that
+pay (no ``errno`` from math functions, no trapping), but never
+``-ffast-math`` itself: it assumes no NaN or Inf, which breaks ``isnan``,
 ``isinf`` and NaN propagation that users rely on.  ``config.gcc.cxxflags`` is
-appended, so a user can add (or override) flags.
+appended, so a user can add (or override) flags (``-O3`` among them).
+
+Why not ``-O3``: the compiler is most of a function's cold compile time, and
+``-O3`` costs about 40% more compiler time than this set (GCC 12, the MLP
+training step's library: 100 kB of C, 23 kernels and their support code)
+without making the kernels faster (element-wise, reductions, softmax, BLAS
+wrappers, the whole MLP step; one float64 row maximum was 3 times slower at
+``-O3``).  Of ``-O3``'s options, two matter for speed: the vectorizer's
+dynamic cost model (plain ``-O2`` only vectorizes loops that need no scalar
+epilogue, which left ``expf``/``tanhf`` loops scalar: an element-wise kernel
+on 1e6 elements was 50 times slower) and loop peeling (without it the fixed
+lane-accumulator loops of reductions and softmax keep their lanes in memory:
+maximum and softmax were 15 to 25% slower); they add about 20% to ``-O2``'s
+compile time.  Loop unswitching, splitting, distribution, function cloning
+for constants and larger inlining, the rest of ``-O3``, mostly grow the
+support code that every library carries.
 
 The C sources that generated code includes live in ``c_src/`` at the
 repository root, found relative to the package (``symgraph/../c_src``).  This
@@ -40,12 +56,17 @@ __all__ = [
 
 #: Flags every library is compiled with (see the module docstring for why).
 BASE_FLAGS = (
-    "-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11",
+    "-O2", "-march=native", "-fPIC", "-shared", "-std=gnu11",
     "-fno-math-errno", "-fno-trapping-math", "-fno-semantic-interposition",
     # No fused multiply-add contraction: fused code must round as NumPy does.
     "-ffp-contract=off",
     "-Wno-unused-function",
 )
+
+#: Added after BASE_FLAGS for GCC (not clang, which vectorizes at -O2 already):
+#: the two -O3 options that make the kernels as fast as -O3 does (see the
+#: module docstring), without -O3's other, costly ones.
+GCC_FLAGS = ("-fvect-cost-model=dynamic", "-fpeel-loops")
 
 #: Lines of the compiler's stderr kept in a CompileError.
 STDERR_LINES = 60
@@ -202,12 +223,22 @@ def mvec_available():
         ctypes.util.find_library("mvec") is not None
 
 
+def _is_clang():
+    """True when the C compiler is clang (GCC-only options are then left out)."""
+    try:
+        return "clang" in compiler_signature().lower()
+    except CompileError:
+        return False
+
+
 def base_flags(openmp=False):
     """The compiler flags (a tuple) for a library, without include folders:
     what the cache key must hash."""
     from symgraph.config import config
 
     flags = list(BASE_FLAGS)
+    if not _is_clang():
+        flags += GCC_FLAGS
     if mvec_available():
         # glibc's vector math library: kernels declare its SIMD variants of
         # expf, tanhf, ... under SG_USE_MVEC (math.h only does so with -ffast-math).

@@ -3,9 +3,10 @@
 Each node's kernel (``op.c_kernel(node)``) is looked up in the kernel index of
 the compile cache by a key over its source, the compiler, the CPU and the flags
 that change code; the kernels not found are compiled together into one library
-(one compiler run per function, however many kernels it has) and recorded in
-the index, so that a later function that needs the same kernel (the same op on
-the same types) loads it without compiling.  Nodes without a kernel become
+(or, for a large function on several cores, a few libraries compiled in
+parallel: see ``_groups``) and recorded in the index, so that a later function
+that needs the same kernel (the same op on the same types) loads it without
+compiling.  Nodes without a kernel become
 Python steps that call ``perform``.
 """
 
@@ -63,14 +64,21 @@ def _headers_digest():
     return digest.hexdigest()
 
 
-def _kernel_key(kernel):
+def _kernel_key(kernel, environments=None):
+    """The kernel's cache key.  ``environments`` ({openmp: environment_parts})
+    lets one function's kernels share those parts: they do not change while a
+    function is linked, and computing them is most of the cost of a key."""
     from symgraph.compile.native.cache import environment_parts, make_key
 
+    if environments is None:
+        environments = {}
+    if kernel.openmp not in environments:
+        environments[kernel.openmp] = environment_parts(openmp=kernel.openmp)
     return make_key(source=assemble([("k", kernel)]), headers=_headers_digest(),
                     kind=kernel.kind,
                     aliases=repr((kernel.view_of, kernel.inplace_of)),
                     version=f"{kernel.version}.{KERNEL_FORMAT_VERSION}",
-                    **environment_parts(openmp=kernel.openmp))
+                    **environments[kernel.openmp])
 
 
 class LoadedLibraries:
@@ -136,19 +144,87 @@ def resolve_kernels(kernels, timings):
     return addresses
 
 
-KERNELS_PER_LIBRARY = 12
+#: The fraction by which one more library must shorten a function's longest
+#: compile for its missing kernels to be split over that many (see _groups).
+SPLIT_GAIN = 0.2
+#: The compiler's fixed cost of one library (its start, headers, linking), in
+#: characters of C it compiles in the same time (about 0.1 s with GCC 12 at -O2).
+LIBRARY_OVERHEAD_CHARS = 10_000
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+#: How far over an even share of the work a library may grow to keep kernels
+#: with the same support code together.
+BALANCE_SLACK = 0.1
+
+
+def _partition(kernels, n_groups):
+    """``kernels`` ([(key, CKernel)], largest first) split into ``n_groups`` lists,
+    and the estimated cost of the costliest one.
+
+    The cost of a library is estimated from its source size: the compiler's fixed
+    cost, the support code of its kernels (each block once) and their sources
+    (compile time follows the amount of C: about 10 us per character at -O2).
+    Each kernel goes to the library it adds least to (one that has its support
+    code already), as long as that library stays within an even share of the
+    work (plus BALANCE_SLACK); when none does, to the one it leaves cheapest
+    (the longest processing time rule).  So kernels that share support code
+    share a library, and the support code is compiled fewer times.
+    """
+    unique_support = {}
+    for _, kernel in kernels:
+        unique_support.update(kernel.support)
+    total = (n_groups * LIBRARY_OVERHEAD_CHARS + sum(len(k.source) for _, k in kernels)
+             + sum(len(code) for code in unique_support.values()))
+    limit = total / n_groups * (1.0 + BALANCE_SLACK)
+    groups = [([], set(), LIBRARY_OVERHEAD_CHARS) for _ in range(n_groups)]
+    for key, kernel in kernels:
+        options = []
+        for index, (members, support, cost) in enumerate(groups):
+            added = len(kernel.source) + sum(
+                len(code) for name, code in kernel.support if name not in support)
+            options.append((index, added, cost + added))
+        fitting = [o for o in options if o[2] <= limit]
+        if fitting:
+            best = min(fitting, key=lambda o: (o[1], o[2], o[0]))
+        else:
+            best = min(options, key=lambda o: (o[2], o[0]))
+        members, support, _ = groups[best[0]]
+        members.append(key)
+        support.update(name for name, _ in kernel.support)
+        groups[best[0]] = (members, support, best[2])
+    groups = [g for g in groups if g[0]]
+    return [sorted(members) for members, _, _ in groups], max(cost for _, _, cost in groups)
 
 
 def _groups(missing):
     """The missing kernels split into libraries: [[(key, prefix), ...], ...].
 
-    One compiler run per library; several libraries compile at once on
-    several cores, so a large function is not one long serial compile.
+    One compiler run per library; several libraries compile at once on several
+    cores, so a large function is not one long serial compile.  But each library
+    compiles its kernels' support code again, so a function is split over one
+    more library (at most one per core) only while that shortens the estimated
+    longest compile by SPLIT_GAIN: small functions stay in one library (the
+    support code of an MLP's kernels is half of its C).  Deterministic:
+    the same missing kernels give the same libraries (so processes compiling
+    the same function at once wait for one another's build).
     """
-    keys = sorted(missing)
-    n_groups = max(1, min(os.cpu_count() or 1, -(-len(keys) // KERNELS_PER_LIBRARY)))
-    return [[(key, kernel_prefix(i)) for i, key in enumerate(keys[g::n_groups])]
-            for g in range(n_groups)]
+    kernels = sorted(missing.items(),
+                     key=lambda item: (-len(item[1].source), item[0]))
+    limit = max(1, min(_cores(), len(kernels)))
+    groups, cost = _partition(kernels, 1)
+    for n_groups in range(2, limit + 1):
+        more, more_cost = _partition(kernels, n_groups)
+        if more_cost > cost * (1.0 - SPLIT_GAIN):
+            break
+        groups, cost = more, more_cost
+    return [[(key, kernel_prefix(i)) for i, key in enumerate(group)] for group in groups]
 
 
 def _compile_in_parallel(cache, missing):
@@ -236,6 +312,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
                 constants.append(var)
     kernels = {}
     node_keys = {}
+    environments = {}
     for node in order:
         kernel = node_kernel(node) if linker in ("c", "c|py") else None
         if kernel is None:
@@ -244,7 +321,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
                     f"linker=c: {node.op} has no native code for {node}"
                     f"{_origin(node)}; use linker='c|py' to run such nodes in Python")
             continue
-        key = _kernel_key(kernel)
+        key = _kernel_key(kernel, environments)
         kernels[key] = kernel
         node_keys[node] = key
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start

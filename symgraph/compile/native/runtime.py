@@ -11,6 +11,7 @@ combination, and kept there like any other library.
 """
 
 import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import logging
@@ -43,7 +44,7 @@ def packaged_runtime():
     is missing, cannot be imported, or was built from other sources than
     ``c_src/`` holds now."""
     try:
-        from symgraph import _runtime
+        _runtime = importlib.import_module("symgraph._runtime")
     except ImportError as exc:
         _log.debug("no installed runtime extension (%s): building it in the cache", exc)
         return None
@@ -54,7 +55,7 @@ def packaged_runtime():
     if getattr(_runtime, "source_hash", None) != current:
         _log.info("the installed runtime extension %s is older than c_src/runtime.c; "
                   "building the current one in the compile cache (reinstall with "
-                  "pip install -e . to avoid this)", _runtime.__file__)
+                  "pip install -e . to avoid this)", getattr(_runtime, "__file__", _runtime))
         return None
     return _runtime
 
