@@ -273,7 +273,7 @@ def test_set_inc_advanced(dtype):
     r = vx.copy(); np.add.at(r, idx, vy); want.append(r)  # noqa: E702
     r = vx.copy(); r[idx] = vy; want.append(r)  # noqa: E702
     r = vx.copy(); np.add.at(r, ([1, 1, 1], [0, 0, 2]), vy[0]); want.append(r)  # noqa: E702
-    r = vx.copy(); r[:, 2] += 2; want.append(r)  # noqa: E702
+    r = vx.copy(); np.add.at(r, (slice(None), [2, 2]), 1); want.append(r)  # noqa: E702
     r = vx.copy(); r[r > 0] = 0; want.append(r)  # noqa: E702
     r = vx.copy(); np.add.at(r, (idx, slice(1, None)), vy[:, :2]); want.append(r)  # noqa: E702
     for arr in odd_layouts(vx):
