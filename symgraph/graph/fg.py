@@ -254,6 +254,14 @@ class FunctionGraph:
         self.features.remove(feature)
         feature.on_detach(self)
 
+    def ensure_feature(self, cls):
+        """The attached feature of class ``cls``, attaching a new one first if none is."""
+        feature = self.get_feature(cls)
+        if feature is None:
+            feature = cls()
+            self.attach_feature(feature)
+        return feature
+
     def get_feature(self, cls):
         for f in self.features:
             if isinstance(f, cls):

@@ -133,14 +133,6 @@ def _destroys(node):
     return bool(getattr(node.op, "destroy_map", None))
 
 
-def _feature(fgraph, cls):
-    feature = fgraph.get_feature(cls)
-    if feature is None:
-        feature = cls()
-        fgraph.attach_feature(feature)
-    return feature
-
-
 def replace_validated(fgraph, pairs, reason, verbose=False):
     """Make the replacements ``pairs``; False (and nothing changed) when a
     feature rejects them (the destroy handler, through InconsistencyError).
@@ -162,8 +154,8 @@ def replace_validated(fgraph, pairs, reason, verbose=False):
         for old, new in pairs:
             fgraph.replace(old, new, reason=reason, verbose=False)
         return True
-    history = _feature(fgraph, History)
-    destroyers = _feature(fgraph, DestroyerCount)
+    history = fgraph.ensure_feature(History)
+    destroyers = fgraph.ensure_feature(DestroyerCount)
     checkpoint = history.checkpoint()
     try:
         for old, new in pairs:

@@ -243,11 +243,7 @@ _REJECTED = weakref.WeakKeyDictionary()
 
 
 def _history(fgraph):
-    history = fgraph.get_feature(History)
-    if history is None:
-        history = History()
-        fgraph.attach_feature(history)
-    return history
+    return fgraph.ensure_feature(History)
 
 
 def _apply(fgraph, batch, build, name, verbose):

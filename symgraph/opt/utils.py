@@ -116,8 +116,4 @@ def shape_feature(fgraph):
     """The graph's ShapeFeature, attached on first use."""
     from symgraph.opt.shape_feature import ShapeFeature
 
-    feature = fgraph.get_feature(ShapeFeature)
-    if feature is None:
-        feature = ShapeFeature()
-        fgraph.attach_feature(feature)
-    return feature
+    return fgraph.ensure_feature(ShapeFeature)

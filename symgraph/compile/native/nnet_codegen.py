@@ -227,6 +227,20 @@ static int sg_nn_row_contig_${Y}(const sg_array *a, const int *rd, int nr) {
 }
 
 /* dst[0..n) = the row of a starting at base (row dimensions rd, C order). */
+/* The byte offset from one element of a row (dims rd of a, C order) to the
+   next; idx is the position, advanced like an odometer. */
+static inline int64_t sg_nn_step_${Y}(int64_t *idx, const sg_array *a, const int *rd, int nr) {
+    int64_t delta = 0;
+    for (int r = nr - 1; r >= 0; r--) {
+        const int d = rd[r];
+        delta += a->strides[d];
+        if (++idx[r] < a->shape[d]) break;
+        delta -= idx[r] * a->strides[d];
+        idx[r] = 0;
+    }
+    return delta;
+}
+
 static void sg_nn_gather_${Y}(${T} *dst, const char *base, const sg_array *a, const int *rd,
                               int nr, int64_t n) {
     if (nr == 1) {
@@ -238,13 +252,7 @@ static void sg_nn_gather_${Y}(${T} *dst, const char *base, const sg_array *a, co
     const char *p = base;
     for (int64_t i = 0; i < n; i++) {
         dst[i] = (${T})*(const ${S} *)p;
-        for (int r = nr - 1; r >= 0; r--) {
-            const int d = rd[r];
-            p += a->strides[d];
-            if (++idx[r] < a->shape[d]) break;
-            p -= idx[r] * a->strides[d];
-            idx[r] = 0;
-        }
+        p += sg_nn_step_${Y}(idx, a, rd, nr);
     }
 }
 
@@ -260,13 +268,7 @@ static void sg_nn_scatter_${Y}(char *base, const sg_array *a, const int *rd, int
     char *p = base;
     for (int64_t i = 0; i < n; i++) {
         *(${S} *)p = (${S})src[i];
-        for (int r = nr - 1; r >= 0; r--) {
-            const int d = rd[r];
-            p += a->strides[d];
-            if (++idx[r] < a->shape[d]) break;
-            p -= idx[r] * a->strides[d];
-            idx[r] = 0;
-        }
+        p += sg_nn_step_${Y}(idx, a, rd, nr);
     }
 }
 
