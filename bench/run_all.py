@@ -1,7 +1,7 @@
 """Run symgraph's benchmarks against its peers and print one table.
 
     python bench/run_all.py [--quick] [--threads [N]] [--only W1,W2,...]
-                            [--peers NumPy,JAX,...] [--profile]
+                            [--peers NumPy,JAX,...] [--profile] [--retune]
 
 The process re-executes itself once with a controlled environment:
 ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` removed (they pin OpenBLAS to a
@@ -23,7 +23,7 @@ _REEXEC_MARK = "SG_BENCH_REEXEC"
 _REMOVED = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMBA_NUM_THREADS", "SG_BENCH_THREADS")
-WORKLOADS = ("W1", "W2", "W3", "W4", "W6", "W7")
+WORKLOADS = ("W1", "W2", "W3", "W4", "C1", "C2", "W5", "W6", "W7")
 
 
 def parse_args(argv):
@@ -37,6 +37,9 @@ def parse_args(argv):
     p.add_argument("--peers", default="", help="columns to run (default: all installed)")
     p.add_argument("--profile", action="store_true",
                    help="after the table, cProfile symgraph's W1 and W4 calls")
+    p.add_argument("--retune", action="store_true",
+                   help="empty symgraph's convolution tuning cache first, so that C1, C2 "
+                        "and W5's time_once choices are timed in this run")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds per compile subprocess (default 180 quick, 900 full)")
     return p.parse_args(argv)
@@ -54,6 +57,12 @@ def reexec_env(threads):
         env.pop("XLA_FLAGS", None)
         flags = env.get("SYMGRAPH_FLAGS", "")
         env["SYMGRAPH_FLAGS"] = ",".join(f for f in (flags, "openmp=True") if f)
+    # glibc returns freed blocks over 128 KiB to the system and page-faults them
+    # in again on the next call: PyTorch's conv2d (a fresh 7 MB output per call)
+    # takes 6 ms that way and 1.5 ms with the blocks kept.  Every system gets
+    # the kept blocks, as in a long-running process.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(64 << 20))
+    env.setdefault("MALLOC_TRIM_THRESHOLD_", str(256 << 20))
     env[_REEXEC_MARK] = "1"
     return env
 
@@ -110,9 +119,10 @@ def describe(ctx):
         lines.append("threadpool: threadpoolctl not installed (NumPy's BLAS kernel unknown)")
     removed = [v for v in _REMOVED if v in os.environ]
     lines.append("environment: %s removed; OMP/OPENBLAS/MKL/NUMBA threads=%d; XLA_FLAGS=%r; "
-                 "SYMGRAPH_FLAGS=%r" % ("/".join(_REMOVED) + (" (were set)" if removed else ""),
-                                         ctx.threads, os.environ.get("XLA_FLAGS", ""),
-                                         os.environ.get("SYMGRAPH_FLAGS", "")))
+                 "SYMGRAPH_FLAGS=%r; MALLOC_MMAP_THRESHOLD_=%s" % (
+                     "/".join(_REMOVED) + (" (were set)" if removed else ""), ctx.threads,
+                     os.environ.get("XLA_FLAGS", ""), os.environ.get("SYMGRAPH_FLAGS", ""),
+                     os.environ.get("MALLOC_MMAP_THRESHOLD_", "")))
     import symgraph
 
     lines.append("symgraph linker=%s, openmp=%s" % (symgraph.config.linker,
@@ -147,10 +157,14 @@ def main(argv=None):
     sys.stdout.flush()
 
     import w_compile
+    import w_conv
     import w_runtime
 
     runners = {"W1": w_runtime.w1, "W2": w_runtime.w2, "W3": w_runtime.w3,
-               "W4": w_runtime.w4, "W6": w_compile.w6, "W7": w_compile.w7}
+               "W4": w_runtime.w4, "C1": w_conv.c1, "C2": w_conv.c2, "W5": w_conv.w5,
+               "W6": w_compile.w6, "W7": w_compile.w7}
+    if args.retune:
+        w_conv.clear_tuning_cache(ctx)
     rows = []
     start = time.perf_counter()
     for name in [w.strip().upper() for w in args.only.split(",") if w.strip()]:

@@ -97,7 +97,9 @@ class ProfileStats:
         self._sync_native()
         out = {}
         for node, t in self.node_time.items():
-            key = str(node.op)
+            # An op may name what it ran (a convolution: its chosen algorithm).
+            label = getattr(node.op, "profile_label", None)
+            key = label(node) if callable(label) else str(node.op)
             out[key] = out.get(key, 0.0) + t
         return out
 

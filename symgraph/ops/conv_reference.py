@@ -22,15 +22,16 @@ __all__ = ["resolve_pads", "conv_output_shape", "conv_forward", "conv_backward_d
 def resolve_pads(border_mode, kernel_shape, dilation):
     """The zeros added before each spatial dimension for ``border_mode``.
 
-    ``'valid'``: none; ``'full'``: ``dil * (k - 1)``; ``'half'``:
-    ``dil * (k // 2)``; a tuple of ints: those.
+    ``'valid'``: none; ``'full'``: ``dil * (k - 1)``; ``'half'``: half the
+    dilated filter, ``(dil * (k - 1) + 1) // 2`` (Theano's rule; it differs from
+    ``dil * (k // 2)`` for an even ``k`` with ``dil > 1``); a tuple of ints: those.
     """
     if border_mode == "valid":
         return tuple(0 for _ in kernel_shape)
     if border_mode == "full":
         return tuple(d * (k - 1) for k, d in zip(kernel_shape, dilation))
     if border_mode == "half":
-        return tuple(d * (k // 2) for k, d in zip(kernel_shape, dilation))
+        return tuple((d * (k - 1) + 1) // 2 for k, d in zip(kernel_shape, dilation))
     return tuple(int(p) for p in border_mode)
 
 

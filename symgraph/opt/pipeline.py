@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from symgraph.opt import merge, constant_folding  # noqa: F401
 from symgraph.opt import canonicalize, canonicalize_shape  # noqa: F401
 from symgraph.opt import stabilize, specialize  # noqa: F401
+from symgraph.opt import stabilize_nnet  # noqa: F401
+from symgraph.opt import conv_dnn  # noqa: F401
 from symgraph.opt import fusion  # noqa: F401
 from symgraph.opt import blas_rewrites  # noqa: F401
 from symgraph.opt import fuse_reduce  # noqa: F401
@@ -50,8 +52,7 @@ PHASES = (
                                      "shapes, dimshuffles, casts"),
     Phase("stabilize", _CANONICAL, "numerically stable forms: log1p, expm1, softplus"),
     Phase("specialize", _CANONICAL, "faster forms: x**2 -> sqr(x), ..."),
-    # Later issues add, in this order: device placement, elemwise fusion, inplace.
-    # Phase("device", _CLEANUP, "move nodes to the GPU and cuDNN-style ops"),
+    Phase("device", _CLEANUP, "move nodes to the GPU and cuDNN-style ops"),
     Phase("fusion", ("merge",), "fuse element-wise subgraphs into one loop"),
     # Last: in-place ops constrain the schedule, so nothing may rewrite after them.
     Phase("inplace", (), "let ops overwrite inputs nobody needs any more"),

@@ -173,6 +173,11 @@ class _TreePrinter:
             parts.append(f" '{var.name}'")
         if self.print_op_info:
             parts.append(_op_info(node.op))
+            # An op may describe its run-time choices (a convolution's algorithm).
+            note_fn = getattr(node.op, "debug_note", None)
+            op_note = note_fn(node) if callable(note_fn) else ""
+            if op_note:
+                parts.append(f" [{op_note}]")
             if _inner_graph(node.op) is not None:
                 self.inner.append(node)
         if node in self.order:

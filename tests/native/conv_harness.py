@@ -55,8 +55,14 @@ _LIB = {}
 
 def library(openmp=False):
     """The harness library, built once per (sources, openmp)."""
+    from symgraph.compile.native.compiler import base_flags
+
+    # The flags of the native backend, so that the algorithms are tested and
+    # timed as generated code compiles them (vectorizer cost model, no FMA
+    # contraction).
+    flags = ["-Wall", *base_flags()] + (["-fopenmp"] if openmp else [])
     sources = "".join(p.read_text() for p in sorted((C_SRC / "conv").iterdir()) if p.is_file())
-    digest = hashlib.sha256((_SHIM + sources + str(openmp)).encode()).hexdigest()[:20]
+    digest = hashlib.sha256((_SHIM + sources + " ".join(flags)).encode()).hexdigest()[:20]
     if digest in _LIB:
         return _LIB[digest]
     build = Path(tempfile.gettempdir()) / "symgraph-conv-harness"
@@ -66,10 +72,6 @@ def library(openmp=False):
         src = build / f"{digest}.{os.getpid()}.c"
         src.write_text(_SHIM)
         tmp = build / f"{digest}.{os.getpid()}.tmp"
-        flags = ["-O2", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno",
-                 "-fno-trapping-math", "-Wall", "-Wno-unused-function"]
-        if openmp:
-            flags.append("-fopenmp")
         proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode:
@@ -123,7 +125,9 @@ def has(direction, impl):
 
 
 def supports(direction, impl, g):
-    """True when ``impl`` handles geometry ``g``."""
+    """True when ``impl`` handles geometry ``g`` (False when it does not exist)."""
+    if not has(direction, impl):
+        return False
     return bool(library().sg_conv_harness_ok(DIRECTIONS[direction], IMPLS[impl],
                                              ctypes.byref(g)))
 

@@ -17,7 +17,7 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.compile.native.linker import node_kernel
 from symgraph.compile.native.nnet_codegen import BLOCK, COLS
-from symgraph.ops import nnet
+from symgraph.ops import nnet, nnet_loss
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -176,7 +176,9 @@ def test_grad_shape_mismatch_message(rng):
 
 # -- through symgraph.function ---------------------------------------------------
 
-NNET_OPS = (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad)
+# The cross-entropy forms become the fused ops of ops/nnet_loss.py (opt/stabilize_nnet.py).
+NNET_OPS = (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad, nnet_loss.SoftmaxCrossEntropy1Hot,
+            nnet_loss.SoftmaxCrossEntropy1HotGrad)
 
 
 def _classifier(form, rng):

@@ -56,11 +56,14 @@ def node_kernel(node):
 
 @functools.lru_cache(maxsize=1)
 def _headers_digest():
-    """A hash of every header in c_src/: kernels include them, so they are part of
-    every kernel's key (editing sg_kernel.h must not reuse stale builds)."""
+    """A hash of every header in c_src/ and its folders (``*.h``, and the ``*.inc``
+    templates they include): kernels include them, so they are part of every
+    kernel's key (editing sg_kernel.h or an algorithm must not reuse stale builds)."""
     digest = hashlib.sha256()
-    for path in sorted(C_SRC.glob("*.h")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(C_SRC.rglob("*")):
+        if path.suffix in (".h", ".inc") and path.is_file():
+            name = path.relative_to(C_SRC).as_posix()
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
