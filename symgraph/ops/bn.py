@@ -172,13 +172,15 @@ class _BatchNormOp(Op):
 
 
 def _statistics(x, axes, work):
-    """Mean and biased variance of ``x`` over ``axes`` in ``work`` (NaN when empty)."""
+    """Mean and biased variance of ``x`` over ``axes``, accumulated in float64
+    as the C kernels accumulate (float32 sums of data far from zero lose the
+    digits DebugMode compares), returned in ``work`` (NaN when empty)."""
     xw = x.astype(work, copy=False)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        mean = xw.mean(axes, keepdims=True, dtype=work)
-        var = np.square(xw - mean).mean(axes, keepdims=True, dtype=work)
-    return xw, mean, var
+        mean = xw.mean(axes, keepdims=True, dtype="float64")
+        var = np.square(xw - mean).mean(axes, keepdims=True, dtype="float64")
+    return xw, mean.astype(work), var.astype(work)
 
 
 def unbiased_correction(m):
