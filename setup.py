@@ -1,4 +1,4 @@
-"""Build script: everything is declared in setup.cfg, except the native runtime.
+"""Build script: everything is declared in setup.cfg, except the native libraries.
 
 The runtime (``c_src/runtime.c``, the one C file that includes Python's and
 NumPy's headers) is compiled here, once, as the extension ``symgraph._runtime``
@@ -7,9 +7,19 @@ first compiled function.  ``symgraph/compile/native/runtime.py`` loads it, and
 builds the runtime through the compile cache instead when this extension is
 missing (a checkout run without installing) or older than ``c_src/`` (its
 ``source_hash`` differs from :func:`runtime_source_hash`).
+
+The shared support library (``c_src/support/sg_support.c``: the helpers that
+kernels call through a table, see ``symgraph/compile/native/support_lib.py``)
+is built here too, as ``symgraph._support``, with the kernels' own flags
+(``-march=native`` among them); it embeds the hash of its sources and of the
+CPU it was built for, and ``support_lib`` builds it into the compile cache
+instead when either differs.  Its flags and hashes come from symgraph's own
+modules, loaded by path (they import only the standard library at the top).
 """
 
 import hashlib
+import importlib.util
+import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -37,7 +47,38 @@ def runtime_extension():
                        ("SG_RUNTIME_SOURCE_HASH", '"%s"' % runtime_source_hash())])
 
 
+def _load(name, relative):
+    """A module of the symgraph package loaded from its file, without importing
+    the package (whose dependencies may not be installed yet)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def support_extension():
+    """The setuptools Extension of ``symgraph._support`` (a plain C library
+    loaded with ctypes: it has no Python module init)."""
+    from setuptools import Extension
+
+    compiler = _load("_sg_setup_compiler", "symgraph/compile/native/compiler.py")
+    support = _load("_sg_setup_support", "symgraph/compile/native/support_lib.py")
+    flags = [f for f in compiler.BASE_FLAGS if f not in ("-shared", "-fPIC")]
+    if "clang" not in (sysconfig.get_config_var("CC") or ""):
+        flags += list(compiler.GCC_FLAGS)
+    macros = [("SG_SUPPORT_SOURCE_HASH", '"%s"' % support.build_id(
+        support.support_source_hash(), compiler.cpu_signature()))]
+    libraries = ["m"]
+    if compiler.mvec_available():
+        macros.append(("SG_USE_MVEC", "1"))
+        libraries.insert(0, "mvec")
+    return Extension(
+        "symgraph._support", ["c_src/support/sg_support.c"],
+        include_dirs=["c_src", "c_src/support"], define_macros=macros,
+        extra_compile_args=flags, libraries=libraries)
+
+
 if __name__ == "__main__":
     from setuptools import setup
 
-    setup(ext_modules=[runtime_extension()])
+    setup(ext_modules=[runtime_extension(), support_extension()])

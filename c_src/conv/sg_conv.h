@@ -40,6 +40,10 @@
  *   fft_tiled  'fft_tiling'     fwd and bwd_data
  *   winograd   'winograd'       fwd, 3x3 filters, stride 1, dilation 1
  *
+ * Built once into the algorithm library (compile/native/conv_library.py),
+ * which generated kernels reach through sg_conv_api.h; tests may include this
+ * file directly (tests/native/conv_harness.py).
+ *
  * Threads: an algorithm may split its outer loops with OpenMP (under
  * `#ifdef _OPENMP`); its workspace query then counts one slice per thread
  * (omp_get_max_threads()).
@@ -55,19 +59,8 @@
 #include <omp.h>
 #endif
 
-typedef struct {
-    int64_t N, C, K, G;           /* batch, input channels, output channels, groups */
-    int64_t in[3], k[3], out[3];  /* spatial sizes (D, H, W) of x, w and y */
-    int64_t stride[3], dil[3], pad[3];
-} sg_conv_geom;
+#include "conv/sg_conv_api.h"
 
-enum { SG_CONV_FWD = 0, SG_CONV_BWD_DATA = 1, SG_CONV_BWD_FILTER = 2, SG_CONV_NDIRS = 3 };
-enum {
-    SG_CONV_DIRECT = 0, SG_CONV_TILED = 1, SG_CONV_GEMM = 2, SG_CONV_FFT = 3,
-    SG_CONV_FFT_TILED = 4, SG_CONV_WINOGRAD = 5, SG_CONV_NIMPLS = 6
-};
-
-static inline int64_t sg_conv_prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
 /* -- GEMM for the algorithms -------------------------------------------------
  * Row-major: C[m,n] = alpha * op(A)[m,k] . op(B)[k,n] + beta * C, lda/ldb/ldc
@@ -145,19 +138,7 @@ sg_conv_dgemm_t sg_conv_blas_dgemm = 0;
 #undef SG_CONV_FIRST_PASS
 
 /* -- lookup table: (direction, implementation) -> functions ------------------- */
-typedef int (*sg_conv_fn_f32)(const sg_conv_geom *, const float *, const float *, float *,
-                              float *);
-typedef int (*sg_conv_fn_f64)(const sg_conv_geom *, const double *, const double *, double *,
-                              double *);
-typedef size_t (*sg_conv_ws_fn)(const sg_conv_geom *);
-typedef int (*sg_conv_ok_fn)(const sg_conv_geom *);
-
-typedef struct {
-    sg_conv_fn_f32 f32;
-    sg_conv_fn_f64 f64;
-    sg_conv_ws_fn ws;
-    sg_conv_ok_fn ok;
-} sg_conv_impl;
+/* (the function types and sg_conv_impl are in sg_conv_api.h) */
 
 #define SG_CONV_fwd_DIR SG_CONV_FWD
 #define SG_CONV_bwd_data_DIR SG_CONV_BWD_DATA

@@ -20,6 +20,11 @@
  * timings asked of sg_conv_tuning_lookup first): function pointers that the
  * linker sets after loading the library (see compile/native/conv_tuning.py).
  * Without them (a standalone build) choices are simply not reported.
+ *
+ * The algorithms are not compiled into the kernel: they live in the
+ * algorithm library (sg_conv_api.h), reached through sg_conv_lib, which the
+ * linker also sets (compile/native/conv_library.py).  A kernel checks it with
+ * sg_conv_library_ready() before anything else.
  */
 #ifndef SG_CONV_CHOOSE_H
 #define SG_CONV_CHOOSE_H
@@ -29,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 #include "sg_kernel.h"
-#include "conv/sg_conv.h"
+#include "conv/sg_conv_api.h"
 
 enum {
     SG_CONV_MODE_FIXED = 0, SG_CONV_MODE_GUESS_ONCE = 1, SG_CONV_MODE_GUESS_ON_CHANGE = 2,
@@ -42,10 +47,32 @@ enum {
 };
 
 typedef int (*sg_conv_lookup_fn)(const char *op, const char *key);
+/* cpu_share: for a timing, the process's CPU seconds over the wall seconds
+ * of the timed runs (well below 1: the runs waited for a CPU), else -1. */
 typedef void (*sg_conv_record_fn)(const char *op, const char *key, int impl, int source,
-                                  double *times, int n);
+                                  double *times, int n, double cpu_share);
 sg_conv_lookup_fn sg_conv_tuning_lookup = 0;
 sg_conv_record_fn sg_conv_tuning_record = 0;
+/* The algorithm library's table (set by the linker). */
+const sg_conv_library *sg_conv_lib = 0;
+
+/* 0 when the algorithm library is there and of this ABI, else 1 with err set. */
+static int sg_conv_library_ready(const char *op, sg_error *err) {
+    if (!sg_conv_lib)
+        SG_FAIL(err, SG_ERR_RUNTIME, "%s: the convolution algorithm library was not loaded "
+                "(sg_conv_lib is not set)", op);
+    if (sg_conv_lib->abi != SG_CONV_ABI)
+        SG_FAIL(err, SG_ERR_RUNTIME, "%s: the convolution algorithm library has ABI %d, the "
+                "kernel expects %d", op, sg_conv_lib->abi, SG_CONV_ABI);
+    return 0;
+}
+
+/* The implementation `impl` of direction `dir`, or NULL when there is none. */
+static const sg_conv_impl *sg_conv_impl_at(int dir, int impl) {
+    if (dir < 0 || dir >= SG_CONV_NDIRS || impl < 0 || impl >= SG_CONV_NIMPLS) return 0;
+    const sg_conv_impl *p = &sg_conv_lib->table[dir][impl];
+    return p->f32 ? p : 0;
+}
 
 #define SG_CONV_MEMO 8
 typedef struct {
@@ -59,13 +86,20 @@ typedef struct {
     sg_conv_memo_entry e[SG_CONV_MEMO];
 } sg_conv_memo;
 
-/* One call of an algorithm: direction, compute type, geometry and buffers. */
+/* One call of an algorithm: direction, compute type, geometry and buffers;
+ * for the forward pass an epilogue (bias NULL for none, relu 0 or 1). */
 typedef struct {
     int dir, dbl;             /* direction, double (1) or float (0) */
     const sg_conv_geom *g;
     const void *a, *b;
     void *out;
+    const void *bias;
+    int relu;
 } sg_conv_call;
+
+static int sg_conv_fused_call(const sg_conv_call *c) {
+    return c->dir == SG_CONV_FWD && (c->bias || c->relu);
+}
 
 static size_t sg_conv_elem(const sg_conv_call *c) {
     return c->dbl ? sizeof(double) : sizeof(float);
@@ -73,18 +107,19 @@ static size_t sg_conv_elem(const sg_conv_call *c) {
 
 /* 1 when `impl` exists for the call's direction and handles its geometry. */
 static int sg_conv_usable(const sg_conv_call *c, int impl) {
-    const sg_conv_impl *p = sg_conv_lookup(c->dir, impl);
+    const sg_conv_impl *p = sg_conv_impl_at(c->dir, impl);
     return p && p->ok(c->g);
 }
 
 /* The workspace of `impl`, in bytes. */
 static size_t sg_conv_ws_bytes(const sg_conv_call *c, int impl) {
-    return sg_conv_lookup(c->dir, impl)->ws(c->g) * sg_conv_elem(c);
+    if (sg_conv_fused_call(c)) return sg_conv_lib->fused_ws(c->g, impl) * sg_conv_elem(c);
+    return sg_conv_impl_at(c->dir, impl)->ws(c->g) * sg_conv_elem(c);
 }
 
 /* Run `impl` with a workspace of its own; 0, or 1 with err set. */
 static int sg_conv_run_impl(const sg_conv_call *c, int impl, const char *op, sg_error *err) {
-    const sg_conv_impl *p = sg_conv_lookup(c->dir, impl);
+    const sg_conv_impl *p = sg_conv_impl_at(c->dir, impl);
     size_t bytes = sg_conv_ws_bytes(c, impl);
     void *ws = NULL;
     if (bytes) {
@@ -93,7 +128,16 @@ static int sg_conv_run_impl(const sg_conv_call *c, int impl, const char *op, sg_
             SG_FAIL(err, SG_ERR_MEMORY, "%s: cannot allocate a workspace of %zu bytes for "
                     "algorithm %d", op, bytes, impl);
     }
-    int rc = c->dbl ? p->f64(c->g, (const double *)c->a, (const double *)c->b, (double *)c->out,
+    int rc;
+    if (sg_conv_fused_call(c))
+        rc = c->dbl ? sg_conv_lib->fused_f64(c->g, impl, (const double *)c->a,
+                                             (const double *)c->b, (double *)c->out,
+                                             (double *)ws, (const double *)c->bias, c->relu)
+                    : sg_conv_lib->fused_f32(c->g, impl, (const float *)c->a,
+                                             (const float *)c->b, (float *)c->out,
+                                             (float *)ws, (const float *)c->bias, c->relu);
+    else
+        rc = c->dbl ? p->f64(c->g, (const double *)c->a, (const double *)c->b, (double *)c->out,
                              (double *)ws)
                     : p->f32(c->g, (const float *)c->a, (const float *)c->b, (float *)c->out,
                              (float *)ws);
@@ -174,11 +218,13 @@ static int sg_conv_guess(const sg_conv_call *c, size_t workmem) {
     return sg_conv_with_fallback(c, SG_CONV_DIRECT);
 }
 
-static double sg_conv_now(void) {
+static double sg_conv_clock(clockid_t which) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(which, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+static double sg_conv_now(void) { return sg_conv_clock(CLOCK_MONOTONIC); }
 
 /* A run shorter than this is repeated (up to SG_CONV_TIME_REPEAT times, the
  * best kept), so that one interrupted run does not decide. */
@@ -187,10 +233,14 @@ static double sg_conv_now(void) {
 
 /* Time every usable implementation within the workspace limit on the call's
  * buffers (the output is overwritten); times[i] the best seconds, -1 when not
- * timed.  Returns the fastest, or -1 (err set when an allocation failed). */
+ * timed; *cpu_share the process's CPU time over the wall time of all the runs
+ * (how much of a CPU the timing got: a loaded machine gives well below 1).
+ * Returns the fastest, or -1 (err set when an allocation failed). */
 static int sg_conv_time_all(const sg_conv_call *c, size_t workmem, unsigned mask,
-                            double *times, const char *op, sg_error *err) {
+                            double *times, double *cpu_share, const char *op, sg_error *err) {
     int best = -1;
+    const double wall0 = sg_conv_now(), cpu0 = sg_conv_clock(CLOCK_PROCESS_CPUTIME_ID);
+    *cpu_share = -1;
     for (int impl = 0; impl < SG_CONV_NIMPLS; impl++) {
         times[impl] = -1;
         if (!(mask >> impl & 1)) continue;
@@ -210,6 +260,8 @@ static int sg_conv_time_all(const sg_conv_call *c, size_t workmem, unsigned mask
         times[impl] = t;
         if (t >= 0 && (best < 0 || t < times[best])) best = impl;
     }
+    const double wall = sg_conv_now() - wall0;
+    if (wall > 0) *cpu_share = (sg_conv_clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / wall;
     return best;
 }
 
@@ -224,26 +276,32 @@ static unsigned sg_conv_candidates(const sg_conv_call *c, size_t workmem) {
 
 static const char *const sg_conv_dir_names[SG_CONV_NDIRS] = {"fwd", "bwd_data", "bwd_filter"};
 
-/* The tuning key of a call: everything a timing depends on, bar the CPU and
- * the symgraph version (added in Python). */
+/* The tuning key of a call: everything a timing depends on, bar the CPU, the
+ * BLAS threads and the symgraph version (added in Python): the geometry, the
+ * compute type, the candidates, the workspace limit, the epilogue, and the
+ * OpenMP threads of the algorithm library (a time measured on one thread says
+ * nothing of two). */
 static void sg_conv_key(char *buf, size_t len, const sg_conv_call *c, const char *ctype,
                         unsigned mask, size_t workmem) {
     const sg_conv_geom *g = c->g;
     snprintf(buf, len,
              "%s %s N=%lld C=%lld K=%lld G=%lld in=%lldx%lldx%lld k=%lldx%lldx%lld "
-             "stride=%lldx%lldx%lld dil=%lldx%lldx%lld pad=%lldx%lldx%lld cands=%u ws=%zu",
+             "stride=%lldx%lldx%lld dil=%lldx%lldx%lld pad=%lldx%lldx%lld cands=%u ws=%zu%s%s "
+             "threads=%d",
              sg_conv_dir_names[c->dir], ctype, (long long)g->N, (long long)g->C,
              (long long)g->K, (long long)g->G, (long long)g->in[0], (long long)g->in[1],
              (long long)g->in[2], (long long)g->k[0], (long long)g->k[1], (long long)g->k[2],
              (long long)g->stride[0], (long long)g->stride[1], (long long)g->stride[2],
              (long long)g->dil[0], (long long)g->dil[1], (long long)g->dil[2],
-             (long long)g->pad[0], (long long)g->pad[1], (long long)g->pad[2], mask, workmem);
+             (long long)g->pad[0], (long long)g->pad[1], (long long)g->pad[2], mask, workmem,
+             c->dir == SG_CONV_FWD && c->bias ? " bias" : "",
+             c->dir == SG_CONV_FWD && c->relu ? " relu" : "", sg_conv_lib->threads());
 }
 
 static void sg_conv_report(const char *op, const char *key, int impl, int source,
-                           double *times) {
+                           double *times, double cpu_share) {
     if (sg_conv_tuning_record) sg_conv_tuning_record(op, key, impl, source, times,
-                                                     SG_CONV_NIMPLS);
+                                                     SG_CONV_NIMPLS, cpu_share);
 }
 
 /* Decide for a geometry seen for the first time; *ran is set when the output
@@ -255,6 +313,7 @@ static int sg_conv_decide(const sg_conv_call *c, int mode, int requested, size_t
     for (int i = 0; i < SG_CONV_NIMPLS; i++) times[i] = -1;
     *ran = 0;
     int impl = -1, source = SG_CONV_SRC_FLAG;
+    double cpu_share = -1;
     if (mode == SG_CONV_MODE_FIXED) {
         impl = sg_conv_with_fallback(c, requested);
         source = impl == requested ? SG_CONV_SRC_FLAG : SG_CONV_SRC_FALLBACK;
@@ -269,7 +328,7 @@ static int sg_conv_decide(const sg_conv_call *c, int mode, int requested, size_t
         sg_conv_key(key, sizeof key, c, ctype, mask, workmem);
         impl = sg_conv_tuning_lookup ? sg_conv_tuning_lookup(op, key) : -1;
         if (impl >= 0 && (mask >> impl & 1)) return impl;  /* the lookup reported it */
-        impl = sg_conv_time_all(c, workmem, mask, times, op, err);
+        impl = sg_conv_time_all(c, workmem, mask, times, &cpu_share, op, err);
         if (impl < 0 && err->kind) return -1;
         source = SG_CONV_SRC_TIMING;
         /* the last implementation timed wrote the output */
@@ -279,7 +338,7 @@ static int sg_conv_decide(const sg_conv_call *c, int mode, int requested, size_t
     if (impl < 0)
         SG_FAIL(err, SG_ERR_VALUE, "%s: no convolution algorithm handles this geometry", op);
     if (source != SG_CONV_SRC_TIMING) sg_conv_key(key, sizeof key, c, ctype, 0, workmem);
-    sg_conv_report(op, key, impl, source, times);
+    sg_conv_report(op, key, impl, source, times, cpu_share);
     return impl;
 }
 
@@ -301,7 +360,7 @@ static int sg_conv_choose(sg_conv_memo *memo, const sg_conv_call *c, int mode, i
             double times[SG_CONV_NIMPLS];
             for (int i = 0; i < SG_CONV_NIMPLS; i++) times[i] = -1;
             sg_conv_key(key, sizeof key, c, ctype, 0, workmem);
-            if (impl >= 0) sg_conv_report(op, key, impl, SG_CONV_SRC_FALLBACK, times);
+            if (impl >= 0) sg_conv_report(op, key, impl, SG_CONV_SRC_FALLBACK, times, -1);
         }
         if (impl < 0)
             SG_FAIL(err, SG_ERR_VALUE, "%s: no convolution algorithm handles this geometry",

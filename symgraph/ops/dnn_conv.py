@@ -208,13 +208,117 @@ def _abstract(name):
 
 class DnnConv(_DnnConvBase):
     """The convolution ``(img, kern) -> out`` with a chosen algorithm and
-    precision (Theano's ``GpuDnnConv``); replaces ``AbstractConv``."""
+    precision (Theano's ``GpuDnnConv``); replaces ``AbstractConv``.
+
+    With an epilogue (the rewrite ``local_conv_bias_relu`` of
+    ``opt/conv_dnn.py`` makes these): ``bias=True`` takes a third input, a
+    vector of one value per output channel, added to the result;
+    ``activation='relu'`` applies ``maximum(., 0)`` last.  The kernel applies
+    them while the result is in cache (see ``conv_codegen.py``); the
+    gradient builds the ReLU mask from the op's own output, ``gz * (out >
+    0)``, so the pre-activation tensor never exists.  (At a pre-activation of
+    exactly 0 this mask is 0, where ``maximum``'s own gradient passes gz.)
+    """
 
     direction = "fwd"
+    __props__ = _DnnConvBase.__props__ + ("bias", "activation")
+    ACTIVATIONS = (None, "relu")
+
+    def __init__(self, *args, bias=False, activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if activation not in self.ACTIVATIONS:
+            raise ValueError(f"DnnConv: activation {activation!r} is not one of "
+                             f"{', '.join(map(repr, self.ACTIVATIONS))}")
+        self.bias = bool(bias)
+        self.activation = activation
+
+    @classmethod
+    def from_abstract(cls, op, algo, precision, requested=None, bias=False, activation=None):
+        """The concrete op for abstract op ``op`` (with an epilogue if asked)."""
+        concrete = super().from_abstract(op, algo, precision, requested)
+        return concrete.with_epilogue(bias, activation) if bias or activation else concrete
+
+    def with_epilogue(self, bias, activation):
+        """This op with ``bias`` and ``activation`` set."""
+        return DnnConv(self.convdim, imshp=self.imshp, kshp=self.kshp,
+                       border_mode=self.border_mode, subsample=self.subsample,
+                       filter_flip=self.filter_flip, filter_dilation=self.filter_dilation,
+                       num_groups=self.num_groups, algo=self.algo, precision=self.precision,
+                       requested=self.requested, bias=bias, activation=activation)
+
+    def __str__(self):
+        text = super().__str__()
+        extra = (", bias=True" if self.bias else "") + \
+            (f", activation={self.activation!r}" if self.activation else "")
+        return text[:-1] + extra + "}"
+
+    __repr__ = __str__
 
     @staticmethod
     def _abstract_class():
         return _abstract("AbstractConv")
+
+    def make_node(self, img, kern, *bias):
+        from symgraph.tensor.basic import as_tensor_variable
+
+        if len(bias) != int(self.bias):
+            raise TypeError(f"{self}: expected {2 + int(self.bias)} inputs (image, filters"
+                            f"{', bias' if self.bias else ''}), got {2 + len(bias)}")
+        node = super().make_node(img, kern)
+        inputs = list(node.inputs)
+        if self.bias:
+            b = as_tensor_variable(bias[0])
+            out_dtype = node.outputs[0].dtype
+            if b.ndim != 1:
+                raise TypeError(f"{self}: the bias must be a vector (one value per output "
+                                f"channel), got {b.ndim} dimensions")
+            if b.dtype != out_dtype:
+                from symgraph.ops.math import cast
+
+                b = cast(b, out_dtype)
+            inputs.append(b)
+        return Apply(self, inputs, [node.outputs[0].type()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return self.abstract().infer_shape(fgraph, node, input_shapes[:2])
+
+    def connection_pattern(self, node):
+        return [[True]] * len(node.inputs)
+
+    def perform(self, node, inputs, output_storage):
+        """The convolution's reference (``_DnnConvBase.perform``), then
+        ``+ bias`` over the channels and the activation."""
+        super().perform(node, inputs[:2], output_storage)
+        if not self.bias and not self.activation:
+            return
+        out = output_storage[0][0]
+        if self.bias:
+            spread = (1, -1) + (1,) * self.convdim
+            out = (out + inputs[2].astype(out.dtype).reshape(spread)).astype(out.dtype)
+        if self.activation == "relu":
+            out = np.where(out < 0, np.zeros((), out.dtype), out)
+        output_storage[0][0] = out
+
+    def L_op(self, inputs, outputs, output_grads):
+        if not self.bias and not self.activation:
+            return super().L_op(inputs, outputs, output_grads)
+        from symgraph.ops.math import cast, gt
+
+        (gz,) = output_grads
+        if self.activation == "relu":
+            (out,) = outputs
+            gz = gz * cast(gt(out, 0), gz.dtype)
+        grads = self.abstract().L_op(inputs[:2], outputs, [gz])
+        if self.bias:
+            axes = [0] + list(range(2, 2 + self.convdim))
+            grads.append(gz.sum(axis=axes))
+        return grads
+
+    def R_op(self, inputs, eval_points):
+        if self.bias or self.activation:
+            raise NotImplementedError(f"{self}: R_op of a convolution with an epilogue; "
+                                      "take it before the rewrite fuses it")
+        return super().R_op(inputs, eval_points)
 
 
 class DnnConvGradI(_DnnConvBase):

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, assemble
+from symgraph.compile.native.linker import set_kernel_symbols
 
 MAXDIMS = 32
 FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno",
@@ -44,7 +45,11 @@ _LIBS = {}
 def compile_kernel(kernel, openmp=False):
     """Compile ``kernel`` alone into a library (cached per source); returns the CDLL."""
     source = assemble([("k", kernel)])
-    digest = hashlib.sha256((source + str(openmp)).encode()).hexdigest()[:20]
+    # The headers the source includes are part of the key, as in the linker's:
+    # an edited header must not reuse a stale library.
+    from symgraph.compile.native.linker import _headers_digest
+
+    digest = hashlib.sha256((source + str(openmp) + _headers_digest()).encode()).hexdigest()[:20]
     if digest in _LIBS:
         return _LIBS[digest]
     _BUILD_DIR.mkdir(exist_ok=True)
@@ -61,8 +66,7 @@ def compile_kernel(kernel, openmp=False):
             raise RuntimeError(f"compiling {src} failed:\n{proc.stderr[:4000]}")
         tmp.rename(lib_path)
     lib = ctypes.CDLL(str(lib_path))
-    for name, address_fn in kernel.symbols:
-        ctypes.c_void_p.in_dll(lib, name).value = address_fn()
+    set_kernel_symbols(lib, kernel)   # the shared helpers' table, BLAS pointers
     _LIBS[digest] = lib
     return lib
 

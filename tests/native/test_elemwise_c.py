@@ -20,6 +20,7 @@ import pytest
 import symgraph.tensor as T
 from symgraph.compile.native.assemble import C_SRC, assemble
 from symgraph.compile.native.elemwise_codegen import elemwise_kernel
+from symgraph.compile.native.support_lib import bind_library
 from symgraph.ops.composite import Composite
 from symgraph.ops.elemwise import Elemwise
 from symgraph.ops import scalar_basic as sb, scalar_logic as sl, scalar_math as sm
@@ -90,7 +91,9 @@ def _compile(kernels, mvec, openmp=False):
                                *libs, "-lm"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[:4000]
         tmp.rename(lib_path)
-    return ctypes.CDLL(str(lib_path))
+    lib = ctypes.CDLL(str(lib_path))
+    bind_library(lib)     # the loop driver is in the shared support library
+    return lib
 
 
 # ---------------------------------------------------------------------------

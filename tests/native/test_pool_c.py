@@ -29,6 +29,8 @@ GEOMETRIES = {
     # name: (ndim, ws, stride, pad, ignore_border, image shape)
     "tiled": (2, (2, 2), None, None, True, (6, 8)),
     "tiled_rest": (2, (2, 3), None, None, True, (7, 8)),       # rows and cols left over
+    # 2x2 vector rows (float32): 17 windows a row, a row and a column left over
+    "tiled_wide": (2, (2, 2), None, None, True, (5, 35)),
     "partial": (2, (3, 2), None, None, False, (7, 5)),         # partial windows kept
     "overlap": (2, (3, 2), (1, 1), None, False, (5, 6)),
     "gaps": (2, (2, 2), (3, 4), None, False, (8, 9)),
@@ -103,14 +105,15 @@ def test_c_matches_python_float64(geometry, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype,geometry", [("float32", "pad_overlap"), ("float16", "tiled_rest")])
+@pytest.mark.parametrize("dtype,geometry", [("float32", "pad_overlap"), ("float16", "tiled_rest"),
+                                            ("float32", "tiled_wide")])
 def test_c_matches_python_float32_float16(geometry, mode, dtype):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 2) + GEOMETRIES[geometry][5]).astype(dtype)
     _check_all(geometry, mode, dtype, x, rng)
 
 
-@pytest.mark.parametrize("geometry", ["tiled", "overlap", "3d_tiled"])
+@pytest.mark.parametrize("geometry", ["tiled", "tiled_wide", "overlap", "3d_tiled"])
 def test_ties_and_nan(geometry):
     """Ties go to the first maximum, NaN wins the window and gets the gradient,
     in the tiled path (first geometry) as in the generic one."""

@@ -498,8 +498,8 @@ def test_run_time_errors():
     # The output gradient must have the forward output's shape.
     dy = ttype(4, name="dy")
     h = compile_([w, dy], ac.conv2d_grad_wrt_inputs(dy, w, (1, 1, 6, 6)))
-    with pytest.raises(Exception, match="output gradient has shape"):
+    with pytest.raises(Exception, match="output gradient has (spatial )?shape"):
         h(rand((2, 1, 3, 3)), rand((1, 2, 3, 4)))
     k = compile_([x, dy], ac.conv2d_grad_wrt_weights(x, dy, (2, 1, 3, 3)))
-    with pytest.raises(Exception, match="output gradient has shape"):
+    with pytest.raises(Exception, match="output gradient has (spatial )?shape"):
         k(rand((1, 1, 6, 6)), rand((1, 2, 5, 4)))

@@ -35,12 +35,48 @@ BLAS_PREFIX = {"float": "s", "double": "d"}
 
 # -- the BLAS function pointers ---------------------------------------------------------
 
+def _cython_blas():
+    """SciPy's ``scipy.linalg.cython_blas`` module.
+
+    Importing it the usual way imports the whole ``scipy.linalg`` package first
+    (0.1 to 0.2 s: most of a warm compile), although the extension needs only
+    ``scipy`` itself.  So the extension file is loaded directly, under its
+    own name (Cython registers it in ``sys.modules``, and a later
+    ``import scipy.linalg`` reuses it); anything unexpected falls back to the
+    plain import.
+    """
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+
+    name = "scipy.linalg.cython_blas"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    try:
+        spec = importlib.util.find_spec("scipy")
+        folder = os.path.join(os.path.dirname(spec.origin), "linalg")
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "cython_blas" + suffix)
+            if os.path.isfile(path):
+                loader = importlib.machinery.ExtensionFileLoader(name, path)
+                module = importlib.util.module_from_spec(
+                    importlib.util.spec_from_file_location(name, path, loader=loader))
+                loader.exec_module(module)
+                if "sgemm" in module.__pyx_capi__:
+                    return module
+    except Exception:  # noqa: BLE001 - any surprise: the ordinary import below
+        pass
+    from scipy.linalg import cython_blas
+
+    return cython_blas
+
+
 @functools.lru_cache(maxsize=None)
 def blas_address(name):
     """The address of SciPy's BLAS routine ``name`` (e.g. ``'dgemm'``) as an int."""
-    from scipy.linalg import cython_blas
-
-    capsule = cython_blas.__pyx_capi__[name]
+    capsule = _cython_blas().__pyx_capi__[name]
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -348,15 +384,29 @@ def cname(ctype):
     return ctype.replace(" ", "_")
 
 
-def common_support():
-    """Support entry: definitions every BLAS kernel uses (shape messages, limits)."""
+def common_text():
+    """(key, C text): definitions every BLAS kernel uses (shape messages, limits)."""
     return ("sg_blas_common", _COMMON)
 
 
+def typed_text(T):
+    """(key, C text): the helpers for the C type T (float or double)."""
+    return (f"sg_blas_{BLAS_PREFIX[T]}", _TYPED.replace("$P", BLAS_PREFIX[T]).replace("$T", T))
+
+
+def common_support():
+    """Support entry of a kernel using the definitions of :func:`common_text`
+    (compiled once, in the shared support library: ``support_lib``)."""
+    from symgraph.compile.native.support_lib import SUPPORT_ENTRY
+
+    return SUPPORT_ENTRY
+
+
 def typed_support(T):
-    """Support entries: the helper library for the C type T (float or double)."""
-    code = _TYPED.replace("$P", BLAS_PREFIX[T]).replace("$T", T)
-    return (common_support(), (f"sg_blas_{BLAS_PREFIX[T]}", code))
+    """Support entries of a kernel using the helpers of :func:`typed_text` (in
+    the shared support library, whose BLAS pointers the linker sets from the
+    kernel's ``blas_symbols``)."""
+    return (common_support(),)
 
 
 def load_support(S, T):

@@ -18,27 +18,28 @@ them:
   filter gradient of a true convolution, flipped) into the output.  An
   operand with no elements makes the output zeros, without an algorithm.
 
-The algorithms' GEMM goes through SciPy's BLAS: the pointers
-``sg_conv_blas_sgemm``/``dgemm`` are set by the linker after loading
-(``CKernel.symbols``), as are the tuning callbacks of ``conv_tuning.py``.
+The algorithms are not compiled into the kernel: they live in the algorithm
+library of ``conv_library.py`` (built once into the compile cache, with its
+BLAS pointers set once); a kernel includes only ``conv/sg_conv_api.h`` (via
+``sg_conv_choose.h``) and receives the address of the library's table, and
+the tuning callbacks of ``conv_tuning.py``, through ``CKernel.symbols``.  A
+new kernel is then a small compile.  (The linker's key hashes every header
+and template under ``c_src/``, so an edited algorithm still rebuilds them.)
 
-The compile cache's key hashes ``c_src/*.h`` but not ``c_src/conv/``: the
-kernel source carries a hash of that folder in a comment, so editing an
-algorithm rebuilds the kernels that include it.
+The forward op's epilogue (``DnnConv`` with ``bias=True`` and/or
+``activation='relu'``: ``act(conv(x, w) + bias[k])``) is applied by the
+library: right after each image for the algorithms that work image by
+image, after the whole call for the others, before the result is converted
+into the output.
 """
 
-import functools
-import hashlib
-
-from symgraph.compile.native.assemble import C_SRC
-from symgraph.compile.native.blas_support import blas_address
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
 __all__ = ["conv_kernel", "VERSION", "DIRECTIONS", "MODES"]
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 
 DIRECTIONS = {"fwd": 0, "bwd_data": 1, "bwd_filter": 2}
 #: The choice modes of sg_conv_choose.h, by meta algorithm (a concrete one is FIXED).
@@ -46,19 +47,6 @@ MODES = {"guess_once": 1, "guess_on_shape_change": 2, "time_once": 3,
          "time_on_shape_change": 4}
 _BORDER = {"valid": 0, "full": 1, "half": 2}
 
-# One function object per routine, so that equal kernels compare equal.
-_SGEMM = functools.partial(blas_address, "sgemm")
-_DGEMM = functools.partial(blas_address, "dgemm")
-
-
-@functools.lru_cache(maxsize=1)
-def conv_sources_digest():
-    """A hash of every file of ``c_src/conv`` (the algorithms the kernels include)."""
-    digest = hashlib.sha256()
-    for path in sorted((C_SRC / "conv").iterdir()):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:24]
 
 
 # -- support: strided copies between storage and compute types ------------------------
@@ -175,6 +163,11 @@ def _geometry(op, name, shape_ctype):
     g->N = x->shape[0]; g->C = x->shape[1]; g->K = w->shape[0];
     for (int d = 0; d < SG_CONVK_ND; d++) { sp_in[d] = x->shape[2 + d]; sp_k[d] = w->shape[2 + d]; }
     const int64_t cg = w->shape[1];
+"""
+        if getattr(op, "bias", False):
+            roles += f"""    if (in[2].ndim != 1 || in[2].shape[0] != g->K)
+        SG_FAIL(err, SG_ERR_VALUE, "{name}: the bias has %lld entries but there are %lld "
+                "filters", (long long)(in[2].ndim ? in[2].shape[0] : 1), (long long)g->K);
 """
     elif direction == "bwd_data":
         roles = f"""    const sg_array *w = &in[0], *dy = &in[1], *sh = &in[2];
@@ -298,6 +291,8 @@ def _run(op, node, name, key_name, storage, compute, r16):
     requested = IMPLS.index(impl) if impl is not None else -1
     ctype = {"float": "f32", "double": "f64"}[compute] + ("h" if r16 else "")
     a, b = (1, 0) if direction == "bwd_data" else (0, 1)
+    bias_setup, empty_epilogue, bias_free, bias_arg, relu = _epilogue(op, name, storage,
+                                                                      compute, r16)
     return f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     sg_conv_geom g;
@@ -308,10 +303,10 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static sg_conv_memo memo;
     sg_conv_geom g;
     int64_t shape[SG_MAXDIMS];
-    if (SG_FN(geom)(in, &g, shape, err)) return 1;
+    if (sg_conv_library_ready("{name}", err) || SG_FN(geom)(in, &g, shape, err)) return 1;
     const int64_t n_out = sg_size(&out[0]), n_a = sg_size(&in[0]), n_b = sg_size(&in[1]);
     if (n_out == 0) return 0;
-    if (n_a == 0 || n_b == 0) {{
+{bias_setup}{empty_epilogue}    if (n_a == 0 || n_b == 0) {{
         /* an empty sum: zeros */
         static const {storage} zero = 0;
         int64_t st[SG_MAXDIMS], idx[SG_MAXDIMS] = {{0}};
@@ -360,7 +355,8 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         }}
     }}
     /* the algorithms take (dy, w) for bwd_data: the node's inputs swapped */
-    sg_conv_call call = {{{DIRECTIONS[direction]}, {dbl}, &g, ops[{a}], ops[{b}], res}};
+    sg_conv_call call = {{{DIRECTIONS[direction]}, {dbl}, &g, ops[{a}], ops[{b}], res,
+                          {bias_arg}, {relu}}};
     int ran = 0;
     const int impl = sg_conv_choose(&memo, &call, {mode}, {requested},
                                     (size_t){int(config.dnn.conv.workmem_bytes)}ULL,
@@ -372,7 +368,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     rc = 0;
 done:
     for (int k = 0; k < 3; k++) free(buf[k]);
-    return rc;
+{bias_free}    return rc;
 }}
 #undef SG_CONVK_ND
 #undef SG_CONVK_G
@@ -382,19 +378,64 @@ done:
 _SN = {"_Float16": "f16", "float": "f32", "double": "f64"}
 
 
+def _epilogue(op, name, storage, compute, r16):
+    """C pieces of the forward epilogue: (setup, empty-operand case, cleanup,
+    the call's bias argument, its relu flag).  The bias is gathered into a
+    compute-type vector; with an empty operand the output is act(bias)."""
+    bias = op.direction == "fwd" and getattr(op, "bias", False)
+    relu = int(op.direction == "fwd" and getattr(op, "activation", None) == "relu")
+    if not bias and not relu:
+        return "", "", "", "NULL", 0
+    setup = ""
+    free = ""
+    if bias:
+        setup = f"""    {compute} *bias = ({compute} *)malloc((size_t)g.K * sizeof({compute}));
+    if (!bias) {{
+        err->kind = SG_ERR_MEMORY;
+        snprintf(err->msg, sizeof err->msg, "{name}: cannot allocate a copy of the bias");
+        return 1;
+    }}
+    sg_convk_gather_{_SN[storage]}_{_SN[compute]}(&in[2], bias, -1, {int(r16)});
+"""
+        free = "    free(bias);\n"
+    value = "bias[k]" if bias else "0"
+    act = "v < 0 ? 0 : v" if relu else "v"
+    empty = f"""    if (n_a == 0 || n_b == 0) {{
+        /* an empty sum: act(0 + bias) everywhere */
+        {compute} *filled = ({compute} *)malloc((size_t)n_out * sizeof({compute}));
+        if (!filled) {{
+            {"free(bias); " if bias else ""}err->kind = SG_ERR_MEMORY;
+            snprintf(err->msg, sizeof err->msg, "{name}: cannot allocate the result buffer");
+            return 1;
+        }}
+        const int64_t per = n_out / (g.N * g.K);
+        for (int64_t i = 0; i < n_out; i++) {{
+            const int64_t k = (i / per) % g.K;
+            const {compute} v = {value};
+            (void)k;
+            filled[i] = {act};
+        }}
+        sg_convk_scatter_{_SN[compute]}_{_SN[storage]}(filled, &out[0], -1, {int(r16)});
+        free(filled);
+{free}        return 0;
+    }}
+"""
+    return setup, empty, free, "bias" if bias else "NULL", relu
+
+
 def conv_kernel(op, node):
     """The CKernel of a concrete convolution node, or None where it has no
     native code (dtypes other than float16/32/64)."""
-    from symgraph.compile.native.blas_support import blas_available
+    from symgraph.compile.native import conv_library
     from symgraph.compile.native.conv_tuning import op_key, tuning_symbols
-    from symgraph.config import config
 
     dtype = str(node.outputs[0].dtype)
+    data = node.inputs[:3] if op.direction == "fwd" else node.inputs[:2]
     if dtype not in ("float16", "float32", "float64") or \
-            any(str(v.dtype) != dtype for v in node.inputs[:2]):
+            any(str(v.dtype) != dtype for v in data):
         return None
     shape_ctype = None
-    if len(node.inputs) == 3:
+    if op.direction != "fwd":
         shape_dtype = str(node.inputs[2].dtype)
         if not shape_dtype.startswith(("int", "uint")):
             return None
@@ -404,13 +445,13 @@ def conv_kernel(op, node):
     r16 = op.precision == "float16" and dtype != "float16"
     name = _c_string(str(op)).replace("%", "%%")
     key_name = _c_string(op_key(op)).replace("%", "%%")
-    source = (f"/* {name}: conv sources {conv_sources_digest()} */\n"
-              + _geometry(op, name, shape_ctype)
+    source = (_geometry(op, name, shape_ctype)
               + _run(op, node, name, key_name, storage, compute, r16))
     support = [_SHAPE_TEXT, _copy_support(storage, compute)]
-    symbols = tuning_symbols()
-    if blas_available():
-        symbols = (("sg_conv_blas_sgemm", _SGEMM), ("sg_conv_blas_dgemm", _DGEMM)) + symbols
+    # Start the algorithm library's build now (a cold cache) so that it
+    # overlaps this kernel's compile.  The kernel runs no parallel loop of its
+    # own: the library does.
+    conv_library.prefetch()
     return CKernel(source=source, support=tuple(support),
-                   headers=('"conv/sg_conv_choose.h"',), symbols=symbols,
-                   openmp=bool(config.openmp), version=VERSION)
+                   headers=('"conv/sg_conv_choose.h"',),
+                   symbols=conv_library.SYMBOLS + tuple(tuning_symbols()), version=VERSION)

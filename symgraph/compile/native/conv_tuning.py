@@ -19,11 +19,24 @@ counts the timings run: debugprint shows a node's choices from it
 
 The **tuning cache** (``<compiledir>/tuning/``) holds one small JSON file per
 key, named by a hash over the kernel's shape key (direction, compute type,
-geometry, candidate set, workspace limit: built in C), the CPU, the symgraph
-version and the algorithms' sources.  A file is written to a temporary name and renamed into
-place, so a reader sees a whole file or none and concurrent writers are safe
-(the last rename wins, and both wrote a valid answer); a file that does not
-parse, or whose recorded key differs, is a miss and gets rewritten.
+geometry, candidate set, workspace limit, epilogue, the algorithm library's
+OpenMP threads: built in C), the BLAS threads at the time of the timing, the
+CPU, the symgraph version and the algorithms' sources.  Times measured on one
+thread say nothing of two, hence the thread counts.  A file is written to a
+temporary name and renamed into place, so a reader sees a whole file or none
+and concurrent writers are safe (the last rename wins, and both wrote a valid
+answer); a file that does not parse, or whose recorded key differs, is a miss
+and gets rewritten.
+
+**Disturbed timings are not kept for later processes.**  The kernel measures
+how much CPU the process got while it timed (process CPU seconds over wall
+seconds, over all candidates' runs).  Below :data:`MIN_CPU_SHARE` the runs
+mostly waited for a CPU (a loaded machine), so their ranking is noise: the
+choice serves this process (its kernel remembers it) and is registered with
+``disturbed=True`` (debugprint says so), but no tuning file is written, so a
+later process times again rather than inherit a bad choice.  A single
+preemption within a run is not detected; the repeats of short runs (best of
+up to 3) absorb those.
 """
 
 import contextlib
@@ -45,7 +58,10 @@ IMPLS = ("direct", "tiled", "gemm", "fft", "fft_tiled", "winograd")
 #: Where a choice came from, in the order of ``sg_conv_choose.h``'s enum.
 SOURCES = ("flag", "fallback", "guess", "timing", "tuning cache")
 #: Bump when the meaning of a tuning file changes.
-TUNING_FORMAT = "1"
+TUNING_FORMAT = "2"
+#: A timing that got less CPU than this share of its wall time is disturbed
+#: (see the module docstring): used, but not written to the tuning cache.
+MIN_CPU_SHARE = 0.5
 
 _log = logging.getLogger("symgraph.compile.conv_tuning")
 
@@ -58,14 +74,17 @@ class Choice:
     impl: str
     source: str
     times: dict = field(default_factory=dict)
+    #: A timing whose runs got less than MIN_CPU_SHARE of a CPU (not cached).
+    disturbed: bool = False
 
     def text(self):
         """``gemm (timing: gemm 1.2 ms, direct 9.8 ms)``."""
+        source = self.source + (", disturbed: not cached" if self.disturbed else "")
         if not self.times:
-            return f"{self.impl} ({self.source})"
+            return f"{self.impl} ({source})"
         ranked = sorted(self.times.items(), key=lambda kv: kv[1])
         times = ", ".join(f"{name} {seconds * 1e3:.3g} ms" for name, seconds in ranked)
-        return f"{self.impl} ({self.source}: {times})"
+        return f"{self.impl} ({source}: {times})"
 
 
 class _Registry:
@@ -145,17 +164,17 @@ def tuning_dir():
 def _key_parts(shape_key):
     import symgraph
     from symgraph.compile.native.compiler import cpu_signature
-
-    from symgraph.compile.native.conv_codegen import conv_sources_digest
+    from symgraph.compile.native.conv_library import blas_threads, sources_digest
 
     # the algorithms' sources too: a changed algorithm is timed again
     return {"format": TUNING_FORMAT, "shape": shape_key, "cpu": cpu_signature(),
-            "symgraph": symgraph.__version__, "algorithms": conv_sources_digest()}
+            "blas_threads": blas_threads(), "symgraph": symgraph.__version__,
+            "algorithms": sources_digest()}
 
 
 def disk_key(shape_key):
     """The tuning cache's file key for a kernel's ``shape_key``: a hash over it,
-    the CPU and the symgraph version."""
+    the BLAS threads, the CPU, the symgraph version and the algorithms' sources."""
     from symgraph.compile.native.cache_keys import make_key
 
     return make_key(**_key_parts(shape_key))
@@ -204,7 +223,7 @@ def store(shape_key, impl, times):
 
 _LOOKUP_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
 _RECORD_T = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
-                             ctypes.POINTER(ctypes.c_double), ctypes.c_int)
+                             ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_double)
 
 
 def _lookup(op, shape):
@@ -221,13 +240,18 @@ def _lookup(op, shape):
         return -1
 
 
-def _record(op, shape, impl, source, times, n):
+def _record(op, shape, impl, source, times, n, cpu_share):
     try:
         op, shape = op.decode(), shape.decode()
         measured = {IMPLS[i]: times[i] for i in range(min(n, len(IMPLS))) if times[i] >= 0}
-        _REGISTRY.add(op, shape, Choice(IMPLS[impl], SOURCES[source], measured))
-        if SOURCES[source] == "timing":
+        timed = SOURCES[source] == "timing"
+        disturbed = timed and 0 <= cpu_share < MIN_CPU_SHARE
+        _REGISTRY.add(op, shape, Choice(IMPLS[impl], SOURCES[source], measured, disturbed))
+        if timed and not disturbed:
             store(shape, IMPLS[impl], measured)
+        elif disturbed:
+            _log.info("convolution timing of %s got %.0f%% of a CPU: its choice (%s) is not "
+                      "kept in the tuning cache", shape, 100 * cpu_share, IMPLS[impl])
     except Exception as exc:  # noqa: BLE001
         _log.warning("recording a convolution algorithm choice failed: %s", exc)
 

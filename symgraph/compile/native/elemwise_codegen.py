@@ -45,11 +45,12 @@ import platform
 
 from symgraph.compile.native.c_types import c_type, has_c_type
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, CKernel
+from symgraph.compile.native.support_lib import SUPPORT_ENTRY
 from symgraph.ops.scalar import c_exact
 
 __all__ = ["elemwise_kernel", "MVEC_SUPPORT", "EW_SUPPORT", "element_code"]
 
-KERNEL_VERSION = 2
+KERNEL_VERSION = 3
 
 # ---------------------------------------------------------------------------
 # libmvec declarations
@@ -406,7 +407,10 @@ def elemwise_kernel(node):
         src.append("    (void)bad; (void)err;")
     src.append("    return 0;\n}")
 
-    support = [MVEC_SUPPORT, EW_SUPPORT] + list(scalar_op.c_support())
+    # The loop driver is in the shared support library, compiled without
+    # OpenMP: an OpenMP kernel carries its own copy, whose pragmas then apply.
+    support = [MVEC_SUPPORT, EW_SUPPORT if openmp else SUPPORT_ENTRY] + \
+        list(scalar_op.c_support())
     if inplace:
         kind, inplace_of = INPLACE, tuple(inplace[k] for k in range(nout))
     else:

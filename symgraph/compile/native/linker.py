@@ -20,6 +20,7 @@ import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, assemble, kernel_prefix
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
+from symgraph.compile.native.support_lib import bind_library, set_support_symbol
 from symgraph.config import config
 from symgraph.graph.basic import Constant
 
@@ -85,7 +86,9 @@ def _kernel_key(kernel, environments=None):
 
 
 class LoadedLibraries:
-    """Libraries loaded by this process, by path (each loaded and set up once)."""
+    """Libraries loaded by this process, by path (each loaded and set up once:
+    its ``sg_sup`` pointed at the shared support library's table, its global
+    pointers in ``CKernel.symbols`` set)."""
 
     def __init__(self):
         self.libs = {}
@@ -97,11 +100,25 @@ class LoadedLibraries:
             lib = ctypes.CDLL(path)
             self.libs[path] = lib
         for kernel in kernels:
-            for name, address_fn in kernel.symbols:
-                cell = ctypes.c_void_p.in_dll(lib, name)
-                if not cell.value:
-                    cell.value = address_fn()
+            set_kernel_symbols(lib, kernel)
         return lib
+
+
+def set_kernel_symbols(lib, kernel):
+    """Set up a loaded library for ``kernel``: its ``sg_sup`` table pointer
+    (shared helpers) and the global pointers of ``kernel.symbols``; a pointer
+    the library does not define is one the shared helpers call (BLAS), set in
+    the support library."""
+    bind_library(lib)
+    for name, address_fn in kernel.symbols:
+        try:
+            cell = ctypes.c_void_p.in_dll(lib, name)
+        except ValueError:
+            if set_support_symbol(name, address_fn):
+                continue
+            raise
+        if not cell.value:
+            cell.value = address_fn()
 
 
 LOADED = LoadedLibraries()

@@ -54,11 +54,12 @@ from string import Template
 
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
+from symgraph.compile.native.support_lib import SUPPORT_ENTRY
 
 __all__ = ["nnet_kernel", "BLOCK", "COLS", "PANEL_BYTES"]
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 #: Elements per block of the exp-and-sum pass (their sum is added in double).
 BLOCK = 256
 
@@ -379,6 +380,18 @@ static void sg_nn_shape_text(char *buf, size_t len, const sg_array *a) {
 
 
 def _core(suffix):
+    """The support entry giving a kernel the row cores of compute type ``suffix``
+    (f32, f64): they are in the shared support library (``support_lib``)."""
+    return SUPPORT_ENTRY
+
+
+def _driver(dtype):
+    """The support entry giving a kernel ``sg_nn_run_<dtype>`` (shared library)."""
+    return SUPPORT_ENTRY
+
+
+def core_text(suffix):
+    """(key, C text) of the row cores of compute type ``suffix`` (the library's source)."""
     ctype = {"f32": "float", "f64": "double"}[suffix]
     return (f"sg_nn_core_{suffix}_v{VERSION}", _CORE.substitute(
         T=ctype, X=suffix, BLOCK=BLOCK, COLS=COLS,
@@ -390,7 +403,8 @@ def _core(suffix):
         LOG="logf" if ctype == "float" else "log"))
 
 
-def _driver(dtype):
+def driver_text(dtype):
+    """(key, C text) of the softmax driver of storage ``dtype`` (the library's source)."""
     suffix, core = _DTYPES[dtype]
     return (f"sg_nn_driver_{suffix}_v{VERSION}", _DRIVER.substitute(
         S=c_type(dtype), T={"f32": "float", "f64": "double"}[core], X=core, Y=suffix,

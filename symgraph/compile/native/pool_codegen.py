@@ -13,7 +13,9 @@ threads).  float16 is loaded into float32 and computed there.
   row) with the constant window width, so that a 2-wide max compiles to
   vector shuffles.  Max propagates NaN: ``v > m || v != v ? v : m``.
   Averages divide the sum by the window's count (one rounding, as the
-  Python ``perform``).
+  Python ``perform``).  Max pooling 2x2 with stride 2 over float32 planes
+  with contiguous lines and only full windows (W5's layer) takes the vector
+  rows of ``c_src/sg_pool_argmax.h`` instead: 8 windows a step.
 * ``MaxPoolGrad``: each window's gradient goes to its first (row-major)
   position equal to the pooled maximum (NaN matching NaN), the rule of the
   Python ``perform``.  When the windows tile the input (stride == ws, the
@@ -23,6 +25,8 @@ threads).  float16 is loaded into float32 and computed there.
   in reverse order, then every element of the window is written (the
   gradient or 0), so the output is written once and never zeroed first;
   clipped windows (padding, the image's end) take a per-window scan.
+  2x2 windows with stride 2 over float32 rows of at least 8 windows take
+  the vector rows of ``c_src/sg_pool_argmax.h``.
   Otherwise (overlapping windows, odd strides) the output is zeroed and each
   window scanned, adding its gradient at the first match.
 * ``AveragePoolGrad``: the output is zeroed, each window's gradient (over
@@ -225,6 +229,7 @@ static void SG_FN(plane)(const char *x, const int64_t *xn, const int64_t *xs, ch
                          const int64_t *zn, const int64_t *zs, ${C} *buf) {
     const int64_t W = xn[${ND} - 1], OW = zn[${ND} - 1];
     if (OW == 0) return;
+${FAST}
 ${LOOPS}
 }
 
@@ -305,7 +310,25 @@ def _forward(gen):
         FINISH_EDGE=_finish(mode, "r", f"({C})(cexc * (b - a))", f"({C})(cinc * ci)"),
         FINISH_INNER=_finish(mode, "r", f"({C})(cexc * {gen.op.ws[-1]})",
                              f"({C})(cinc * {gen.op.ws[-1]})"),
-        LOOPS=_forward_loops(gen), PARALLEL=gen.parallel("size", body), INTERIOR=interior))
+        LOOPS=_forward_loops(gen), PARALLEL=gen.parallel("size", body), INTERIOR=interior,
+        FAST=_FORWARD_2X2 if _is_2x2_max(gen.op, gen.T) else ""))
+
+
+#: 2x2 stride-2 max pooling of float32 planes with contiguous lines whose
+#: windows are all full: the vector rows of c_src/sg_pool_argmax.h.
+_FORWARD_2X2 = r"""
+    if (xs[1] == 4 && zs[1] == 4 && 2 * zn[0] <= xn[0] && 2 * OW <= W) {
+        for (int64_t o0 = 0; o0 < zn[0]; o0++)
+            sg_pa_max2x2_row((const float *)(x + 2 * o0 * xs[0]),
+                             (const float *)(x + (2 * o0 + 1) * xs[0]),
+                             (float *)(z + o0 * zs[0]), OW);
+        return;
+    }"""
+
+
+def _is_2x2_max(op, c_type_name):
+    return (op.mode == "max" and c_type_name == "float" and op.ndim == 2 and op.ws == (2, 2)
+            and op.stride == (2, 2) and op.pad == (0, 0))
 
 
 # -- the gradients ---------------------------------------------------------------------
@@ -485,6 +508,7 @@ static void SG_FN(tiled)(const char *x, const int64_t *xn, const int64_t *xs, co
                          const int64_t *ms, const char *g, const int64_t *gs,
                          const int64_t *on, char *gx, const int64_t *gxs) {{
     const int64_t W = xn[{nd - 1}], OW = on[{nd - 1}];
+{_grad_2x2(gen)}
     /* elements after the last window (ignore_border): zero first */
     if ({cover}) sg_pool_zero(gx, xn, gxs, {nd}, sizeof({T}));
     /* interior windows [lo, hi) along the last dimension: not clipped */
@@ -494,6 +518,25 @@ static void SG_FN(tiled)(const char *x, const int64_t *xn, const int64_t *xs, co
 {loops}
 }}
 """
+
+
+def _grad_2x2(gen):
+    """The tiled plane's 2x2 stride-2 float32 path (every window full, rows of
+    at least 8 windows): the vector rows of c_src/sg_pool_argmax.h, then the
+    rows and columns no window covers zeroed."""
+    if not _is_2x2_max(gen.op, gen.T):
+        return ""
+    return r"""    if (OW >= 8 && 2 * on[0] <= xn[0] && 2 * OW <= W) {
+        for (int64_t o0 = 0; o0 < on[0]; o0++)
+            sg_pa_grad2x2_row((const float *)(x + 2 * o0 * xs[0]),
+                              (const float *)(x + (2 * o0 + 1) * xs[0]),
+                              (const float *)(m + o0 * ms[0]), (const float *)(g + o0 * gs[0]),
+                              (float *)(gx + 2 * o0 * gxs[0]),
+                              (float *)(gx + (2 * o0 + 1) * gxs[0]), OW);
+        const int64_t covered[2] = {2 * on[0], 2 * OW};
+        sg_pa_zero_outside(gx, xn, gxs, 2, 4, covered);
+        return;
+    }"""
 
 
 def _max_grad(gen):
@@ -636,5 +679,5 @@ def pool_kernel(op, node):
     if build is None:
         return None
     source = f"/* {gen.name} */\n" + _GEOMETRY.substitute(gen.subs()) + build(gen)
-    return CKernel(source=source, headers=('"sg_pool.h"',), openmp=gen.openmp,
+    return CKernel(source=source, headers=('"sg_pool_argmax.h"',), openmp=gen.openmp,
                    version=VERSION)

@@ -7,7 +7,8 @@ itself, or a fused element-wise expression), how elements combine, and in
 which dtype they accumulate.  The generated kernel works for any strides
 (negative and zero too) and any axis set:
 
-* at run time the shared planner (``reduce_plan.SUPPORT``) drops size-1 dimensions, sorts
+* at run time the shared planner (``reduce_plan.SUPPORT``, in the shared
+  support library: ``support_lib``) drops size-1 dimensions, sorts
   the kept and the reduced dimensions by stride (largest first; argmax and
   argmin keep C order, because their index is the position in C order) and
   merges dimensions that every array steps through as one;
@@ -42,10 +43,11 @@ from dataclasses import dataclass
 
 from symgraph.compile.native.c_types import c_compute_type, c_type, has_c_type
 from symgraph.compile.native.kernel import CKernel
-from symgraph.compile.native.reduce_plan import MAX_INPUTS, SUPPORT, SUPPORT_KEY
+from symgraph.compile.native.reduce_plan import MAX_INPUTS
+from symgraph.compile.native.support_lib import SUPPORT_ENTRY
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 #: Elements per pairwise block in path A (float sums).
 PAIR_BLOCK = 1024
 #: Elements per block for the other reductions (no pairwise combination).
@@ -545,7 +547,7 @@ def reduce_kernel(spec):
     if spec.kind in ("argmax", "argmin") and len(spec.in_dtypes) != 1:
         return None
     source = _Gen(spec).source()
-    return CKernel(source=source, support=((SUPPORT_KEY, SUPPORT),) + tuple(spec.support),
+    return CKernel(source=source, support=(SUPPORT_ENTRY,) + tuple(spec.support),
                    headers=tuple(spec.headers), version=VERSION, extra=dict(spec.extra))
 
 

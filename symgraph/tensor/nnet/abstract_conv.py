@@ -26,8 +26,8 @@ from symgraph.ops.conv import (AbstractConv, AbstractConv2d, AbstractConv2d_grad
                                AbstractConv2d_gradWeights, AbstractConv3d,
                                AbstractConv3d_gradInputs, AbstractConv3d_gradWeights,
                                AbstractConvGradInputs, AbstractConvGradWeights,
-                               get_conv_gradinputs_shape, get_conv_gradweights_shape,
                                get_conv_output_shape, get_conv_shape_1axis)
+from symgraph.ops.conv import _pads_1axis, _per_axis
 from symgraph.ops.shape import constant_int
 from symgraph.tensor.basic import as_tensor_variable
 
@@ -82,6 +82,49 @@ def conv3d(input, filters, input_shape=None, filter_shape=None, border_mode="val
     """
     return _conv(3, input, filters, input_shape, filter_shape, border_mode, subsample,
                  filter_flip, filter_dilation, num_groups, False)
+
+
+# ---------------------------------------------------------------------------
+# Shapes of the gradients (Theano's helpers)
+
+
+def get_conv_gradweights_shape(image_shape, top_shape, border_mode, subsample,
+                               filter_dilation=None, num_groups=1):
+    """The filters' shape ``(K, C / num_groups, *kernel)`` that an image and an
+    output gradient imply (None where unknown or ambiguous: ``subsample > 1``,
+    or ``'half'``, whose pads depend on the kernel size)."""
+    convdim = len(image_shape) - 2
+    dilation = filter_dilation or (1,) * convdim
+    channels = None if image_shape[1] is None else image_shape[1] // num_groups
+    kernel = []
+    for i, mode in enumerate(_per_axis(border_mode, convdim)):
+        i_len, o_len, d = image_shape[2 + i], top_shape[2 + i], dilation[i]
+        if i_len is None or o_len is None or subsample[i] != 1 or mode == "half":
+            kernel.append(None)
+        elif mode == "full":
+            kernel.append((o_len - i_len) // d + 1)  # o = i + dilated k - 1
+        else:
+            before, after, _ = _pads_1axis(mode, 1, d)
+            kernel.append((i_len + before + after - o_len) // d + 1)
+    return (top_shape[1], channels) + tuple(kernel)
+
+
+def get_conv_gradinputs_shape(kernel_shape, top_shape, border_mode, subsample,
+                              filter_dilation=None, num_groups=1):
+    """The image shape ``(N, C, *spatial)`` that filters and an output gradient
+    imply (None where unknown or ambiguous: ``subsample > 1``)."""
+    convdim = len(kernel_shape) - 2
+    dilation = filter_dilation or (1,) * convdim
+    channels = None if kernel_shape[1] is None else kernel_shape[1] * num_groups
+    spatial = []
+    for i, mode in enumerate(_per_axis(border_mode, convdim)):
+        k_len, o_len = kernel_shape[2 + i], top_shape[2 + i]
+        if k_len is None or o_len is None or subsample[i] != 1:
+            spatial.append(None)
+            continue
+        before, after, dil_kernel = _pads_1axis(mode, k_len, dilation[i])
+        spatial.append(o_len - 1 + dil_kernel - before - after)
+    return (top_shape[0], channels) + tuple(spatial)
 
 
 # ---------------------------------------------------------------------------

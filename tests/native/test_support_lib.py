@@ -1,0 +1,141 @@
+"""The shared support library: generated files up to date, the installed build
+checked before use, the cache fallback, and kernels bound to its table."""
+
+import ctypes
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.tensor as T
+from symgraph.compile.native import blas_support, compiler, linker, support_lib
+from symgraph.compile.native.compiler import compile_library
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_generated_files_match_the_codegen_modules():
+    header, source = support_lib.generate()
+    assert (support_lib.SUPPORT_DIR / "sg_support.h").read_text() == header, \
+        "run python -m symgraph.compile.native.support_lib"
+    assert (support_lib.SUPPORT_DIR / "sg_support.c").read_text() == source
+
+
+def test_split_unit_moves_function_bodies_and_keeps_types():
+    code = """#define K 3
+typedef struct { int a; } sg_t;
+/* doubles */
+static inline int sg_twice(const sg_t *t, int (*f)(int)) {
+    if (t->a) { return f(2 * t->a); }
+    return 0;
+}
+__attribute__((visibility("default"))) int *sg_ptr = 0;
+static void sg_noop(void) {}
+"""
+    unit = support_lib.split_unit("k", code)
+    assert [f[0] for f in unit.functions] == ["sg_twice", "sg_noop"]
+    assert unit.functions[0][1:] == ("int", "const sg_t *t, int (*f)(int)")
+    assert "#define K 3" in unit.decls and "typedef struct" in unit.decls
+    assert "sg_twice" not in unit.decls and "sg_ptr" not in unit.decls
+    assert "/* doubles */" in unit.defs and unit.defs.index("sg_ptr") < unit.defs.index("sg_twice")
+
+
+def test_installed_build_is_used_only_when_current(monkeypatch):
+    current = support_lib.build_id(support_lib.support_source_hash(), compiler.cpu_signature())
+    assert current != support_lib.build_id("other", compiler.cpu_signature())
+    assert current != support_lib.build_id(support_lib.support_source_hash(), "another cpu")
+    lib = support_lib._installed()
+    if lib is not None:       # an install (pip install -e .) built it: it must be current
+        text = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
+        assert text.value.decode() == current
+    monkeypatch.setattr(support_lib, "build_id", lambda *a: "stale")
+    assert support_lib._installed() is None
+
+
+def test_cache_fallback_builds_a_library_with_the_table():
+    lib = support_lib._cached()
+    built = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
+    assert built.value.decode() == support_lib.build_id(support_lib.support_source_hash(),
+                                                         compiler.cpu_signature())
+    assert ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support")) != 0
+
+
+def test_a_library_calls_the_helpers_through_the_table(tmp_path):
+    source = ('#include "sg_kernel.h"\n#include <math.h>\n#include <stdlib.h>\n'
+              + support_lib.SUPPORT_ENTRY[1] + r"""
+int probe(void) {
+    int64_t shape[3] = {2, 1, 3};
+    int64_t st[3 * SG_MAXDIMS] = {0};
+    st[0] = 12; st[1] = 12; st[2] = 4;
+    return sg_ew_collapse(3, 1, shape, st) * 100 + (int)shape[0];
+}
+""")
+    compile_library(source, tmp_path / "probe.so")
+    lib = ctypes.CDLL(str(tmp_path / "probe.so"))
+    assert not ctypes.c_void_p.in_dll(lib, "sg_sup").value
+    support_lib.bind_library(lib)
+    assert ctypes.c_void_p.in_dll(lib, "sg_sup").value == support_lib.support_table_address()
+    assert lib.probe() == 106        # one merged dimension of 6 elements
+
+
+def test_kernels_carry_no_shared_helper_code():
+    x = T.matrix("x", dtype="float32")
+    w = T.matrix("w", dtype="float32")
+    y = T.nnet.softmax(T.tanh(T.dot(x, w)) * 2 + 1)
+    out = [y, y.sum(axis=0)]
+    kernels = []
+    orig = linker.resolve_kernels
+
+    def spy(found, timings):
+        kernels.extend(found.values())
+        return orig(found, timings)
+
+    linker.resolve_kernels, saved = spy, linker.resolve_kernels
+    try:
+        f = symgraph.function([x, w], out)
+    finally:
+        linker.resolve_kernels = saved
+    assert kernels
+    for kernel in kernels:
+        keys = [key + '"' for key, _ in kernel.support]
+        assert not any(k.startswith(("sg_ew_support", "sg_reduce_plan", "sg_blas_s\"", "sg_blas_d\"",
+                                     "sg_nn_core", "sg_nn_driver")) for k in keys), keys
+    a = np.random.default_rng(0).random((4, 5), dtype=np.float32)
+    b = np.random.default_rng(1).random((5, 3), dtype=np.float32)
+    z = np.tanh(a @ b) * 2 + 1
+    e = np.exp(z - z.max(1, keepdims=True))
+    e /= e.sum(1, keepdims=True)
+    got = f(a, b)
+    np.testing.assert_allclose(got[0], e, rtol=1e-5)
+    np.testing.assert_allclose(got[1], e.sum(0), rtol=1e-5)
+
+
+def test_blas_routines_reach_the_support_library():
+    if not blas_support.blas_available():
+        pytest.skip("SciPy's BLAS is not available here")
+    lib = support_lib.load_support()
+    assert support_lib.set_support_symbol("sg_blas_dgemm", blas_support._ADDRESS_FNS["dgemm"])
+    assert ctypes.c_void_p.in_dll(lib, "sg_blas_dgemm").value == blas_support.blas_address("dgemm")
+    assert not support_lib.set_support_symbol("sg_no_such_pointer", lambda: 1)
+
+
+def test_cython_blas_is_found_without_importing_scipy_linalg():
+    module = blas_support._cython_blas()
+    assert "dgemm" in module.__pyx_capi__
+    assert module.__name__ == "scipy.linalg.cython_blas"
+
+
+def test_setup_py_declares_the_support_extension():
+    pytest.importorskip("setuptools")
+    spec = importlib.util.spec_from_file_location("symgraph_setup_support", ROOT / "setup.py")
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)
+    ext = setup.support_extension()
+    assert ext.name == "symgraph._support"
+    assert ext.sources == ["c_src/support/sg_support.c"]
+    macros = dict(ext.define_macros)
+    assert macros["SG_SUPPORT_SOURCE_HASH"] == '"%s"' % support_lib.build_id(
+        support_lib.support_source_hash(), compiler.cpu_signature())
+    assert "-march=native" in ext.extra_compile_args
