@@ -8,7 +8,7 @@ builds the runtime through the compile cache instead when this extension is
 missing (a checkout run without installing) or older than ``c_src/`` (its
 ``source_hash`` differs from :func:`runtime_source_hash`).
 
-The shared support library (``c_src/support/sg_support.c``: the helpers that
+The shared support library (``sg_support.c``, generated into ``build/``: the helpers that
 kernels call through a table, see ``symgraph/compile/native/support_lib.py``)
 is built here too, as ``symgraph._support``, with the kernels' own flags
 (``-march=native`` among them); it embeds the hash of its sources and of the
@@ -72,9 +72,12 @@ def support_extension():
     if compiler.mvec_available():
         macros.append(("SG_USE_MVEC", "1"))
         libraries.insert(0, "mvec")
+    # Generated from the codegen modules, never checked in: written into the
+    # build folder, compiled from there.
+    generated = support.write_files(ROOT / "build" / "sg_support")
     return Extension(
-        "symgraph._support", ["c_src/support/sg_support.c"],
-        include_dirs=["c_src", "c_src/support"], define_macros=macros,
+        "symgraph._support", [str((generated / "sg_support.c").relative_to(ROOT))],
+        include_dirs=["c_src", str(generated.relative_to(ROOT))], define_macros=macros,
         extra_compile_args=flags, libraries=libraries)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, assemble
+from symgraph.compile.native.support_lib import generated_dir
 from symgraph.compile.native.linker import set_kernel_symbols
 
 MAXDIMS = 32
@@ -60,7 +61,8 @@ def compile_kernel(kernel, openmp=False):
         src.write_text(source)
         flags = FLAGS + (["-fopenmp"] if openmp or kernel.openmp else [])
         tmp = _BUILD_DIR / f"{digest}.{os.getpid()}.tmp"
-        proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
+        includes = ["-I", str(C_SRC), "-I", str(generated_dir())]
+        proc = subprocess.run(["gcc", *flags, *includes, str(src), "-o", str(tmp), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError(f"compiling {src} failed:\n{proc.stderr[:4000]}")

@@ -16,11 +16,16 @@ from symgraph.compile.native.compiler import compile_library
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_generated_files_match_the_codegen_modules():
+def test_generated_files_are_written_once_into_the_cache(tmp_path):
     header, source = support_lib.generate()
-    assert (support_lib.SUPPORT_DIR / "sg_support.h").read_text() == header, \
-        "run python -m symgraph.compile.native.support_lib"
-    assert (support_lib.SUPPORT_DIR / "sg_support.c").read_text() == source
+    folder = support_lib.write_files(tmp_path)
+    assert (folder / "sg_support.h").read_text() == header
+    assert (folder / "sg_support.c").read_text() == source
+    mtime = (folder / "sg_support.h").stat().st_mtime_ns
+    support_lib.write_files(tmp_path)  # unchanged text: not rewritten
+    assert (folder / "sg_support.h").stat().st_mtime_ns == mtime
+    generated = support_lib.generated_dir()
+    assert (generated / "support" / "sg_support.h").read_text() == header
 
 
 def test_split_unit_moves_function_bodies_and_keeps_types():
@@ -134,7 +139,7 @@ def test_setup_py_declares_the_support_extension():
     spec.loader.exec_module(setup)
     ext = setup.support_extension()
     assert ext.name == "symgraph._support"
-    assert ext.sources == ["c_src/support/sg_support.c"]
+    assert ext.sources == ["build/sg_support/support/sg_support.c"]
     macros = dict(ext.define_macros)
     assert macros["SG_SUPPORT_SOURCE_HASH"] == '"%s"' % support_lib.build_id(
         support_lib.support_source_hash(), compiler.cpu_signature())

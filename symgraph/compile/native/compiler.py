@@ -273,7 +273,8 @@ def compile_library(source, out_path, *, openmp=False, include_dirs=(), extra_fl
 
     The source is written beside ``out_path`` (same name, ``.c``) and kept there, so
     a failing build can be inspected.  ``openmp`` adds ``-fopenmp`` when the openmp
-    flag is on too; ``include_dirs`` come after ``c_src/``; ``extra_flags`` come
+    flag is on too; ``include_dirs`` come after ``c_src/`` and the generated support
+    header's folder; ``extra_flags`` come
     after the source file (libraries to link: ``-lmvec``).  ``what`` names the
     library in the ``compile_no_compile`` error.  Raises CompileError.
     """
@@ -287,6 +288,10 @@ def compile_library(source, out_path, *, openmp=False, include_dirs=(), extra_fl
     command = compiler_command()
     command += list(base_flags(openmp))
     command += ["-I", str(c_src_dir())]
+    # The generated support header ("support/sg_support.h", support_lib.py).
+    from symgraph.compile.native.support_lib import generated_dir
+
+    command += ["-I", str(generated_dir())]
     for folder in include_dirs:
         command += ["-I", str(folder)]
     libraries = ["-lmvec"] if mvec_available() else []

@@ -65,6 +65,10 @@ def _headers_digest():
         if path.suffix in (".h", ".inc") and path.is_file():
             name = path.relative_to(C_SRC).as_posix()
             digest.update(name.encode() + b"\0" + path.read_bytes())
+    # The generated support header (support_lib.py) is included by kernels too.
+    from symgraph.compile.native.support_lib import support_source_hash
+
+    digest.update(b"support\0" + support_source_hash().encode())
     return digest.hexdigest()
 
 

@@ -4,10 +4,10 @@ Every kernel library used to compile its own copy of the helpers its kernels
 share (the element-wise loop driver, the reduction planner, the BLAS
 wrappers, the softmax rows): about half of the C of a training step, compiled
 again in every library.  These helpers are compiled once instead, into one
-shared library (``c_src/support/sg_support.c``), and kernels call them
+shared library (``sg_support.c``), and kernels call them
 through a table of function pointers:
 
-* ``c_src/support/sg_support.h`` declares the helpers' types and macros and
+* ``support/sg_support.h`` declares the helpers' types and macros and
   the table ``sg_support_table``; outside the library (kernel code) every
   helper name is a macro reading the table: ``sg_ew_loop(...)`` is
   ``(sg_sup->sg_ew_loop)(...)``.
@@ -20,9 +20,11 @@ through a table of function pointers:
   per-dtype helpers moved.
 
 Both files are generated from the helpers' C text in the codegen modules
-(:func:`generate`), so that there is one source of truth; a test checks
-that the files in ``c_src/support`` are up to date
-(``python -m symgraph.compile.native.support_lib`` rewrites them).
+(:func:`generate`), so that there is one source of truth, and never checked
+in: ``setup.py`` writes them into its build folder, and a process that
+compiles kernels writes them once into the compile cache
+(:func:`generated_dir`, a folder named by their hash, added to every
+compiler command's include path).
 
 The library is built at install time (``setup.py``: the extension
 ``symgraph._support``, beside ``symgraph._runtime``) and loaded with ctypes.
@@ -32,20 +34,22 @@ like the runtime (``runtime.py``).
 """
 
 import ctypes
+import functools
 import hashlib
+import os
 import importlib.util
 import logging
 import re
 import threading
 from pathlib import Path
 
-__all__ = ["SUPPORT_ENTRY", "SUPPORT_DIR", "generate", "write_files", "support_source_hash",
+__all__ = ["SUPPORT_ENTRY", "generate", "write_files", "generated_dir", "support_source_hash",
            "load_support", "support_table_address", "bind_library", "shared_units",
            "Unit", "split_unit"]
 
 #: Bump when the table layout or the way the library is built changes.
 SUPPORT_VERSION = 1
-SUPPORT_DIR = Path(__file__).resolve().parents[3] / "c_src" / "support"
+_SG_KERNEL_H = Path(__file__).resolve().parents[3] / "c_src" / "sg_kernel.h"
 HEADER_NAME, SOURCE_NAME = "sg_support.h", "sg_support.c"
 #: The support entry of a kernel calling the shared helpers.
 SUPPORT_ENTRY = ("sg_support_table_v1", '#include "support/sg_support.h"\n'
@@ -174,22 +178,53 @@ def generate():
     return "\n".join(header) + "\n", "\n".join(source) + "\n"
 
 
-def write_files(folder=SUPPORT_DIR):
-    """Write the generated header and source into ``folder``."""
+def write_files(folder):
+    """Write the generated header and source into ``folder``/support (each file
+    through a temporary name and a rename: concurrent writers are safe)."""
     header, source = generate()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / HEADER_NAME).write_text(header, encoding="utf-8")
-    (folder / SOURCE_NAME).write_text(source, encoding="utf-8")
+    target = Path(folder) / "support"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in ((HEADER_NAME, header), (SOURCE_NAME, source)):
+        path = target / name
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        tmp = path.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return target
 
 
-def support_source_hash(folder=SUPPORT_DIR):
-    """sha256 of the library's sources (header, source, sg_kernel.h), as embedded
-    in a build (setup.py computes the same)."""
+@functools.lru_cache(maxsize=1)
+def _generated():
+    return generate()
+
+
+def support_source_hash():
+    """sha256 of the library's sources (the generated header and source, and
+    sg_kernel.h), as embedded in a build (setup.py computes the same)."""
+    header, source = _generated()
     digest = hashlib.sha256()
-    for path in (folder / HEADER_NAME, folder / SOURCE_NAME, folder.parent / "sg_kernel.h"):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, text in ((HEADER_NAME, header.encode()), (SOURCE_NAME, source.encode()),
+                       ("sg_kernel.h", _SG_KERNEL_H.read_bytes())):
+        digest.update(name.encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
+
+
+_DIRS = {}
+
+
+def generated_dir():
+    """The compile-cache folder holding ``support/sg_support.h`` (and .c) for the
+    current sources, written on first use; kernels find the header there."""
+    from symgraph.compile.native.cache import get_cache
+
+    root = Path(get_cache().root)
+    key = (str(root), support_source_hash())
+    if key not in _DIRS:
+        folder = root / "generated" / key[1][:24]
+        write_files(folder)
+        _DIRS[key] = folder
+    return _DIRS[key]
 
 
 def build_id(source_hash, cpu):
@@ -231,13 +266,13 @@ def _cached():
     from symgraph.compile.native.compiler import compile_library, cpu_signature
 
     source_hash = support_source_hash()
-    source = (SUPPORT_DIR / SOURCE_NAME).read_text(encoding="utf-8")
+    source = _generated()[1]
     key = make_key(support=source_hash, version=str(SUPPORT_VERSION), **environment_parts())
     ident = build_id(source_hash, cpu_signature())
 
     def build(tmp_dir):
         text = f'#define SG_SUPPORT_SOURCE_HASH "{ident}"\n#line 1 "{SOURCE_NAME}"\n' + source
-        compile_library(text, tmp_dir / "lib.so", include_dirs=(SUPPORT_DIR,))
+        compile_library(text, tmp_dir / "lib.so", include_dirs=(generated_dir() / "support",))
 
     path = get_cache().get_or_build(key, build, what="the shared support library")
     return ctypes.CDLL(str(path))
@@ -278,8 +313,3 @@ def set_support_symbol(name, address_fn):
     if not cell.value:
         cell.value = address_fn()
     return True
-
-
-if __name__ == "__main__":
-    write_files()
-    print(f"wrote {SUPPORT_DIR / HEADER_NAME} and {SUPPORT_DIR / SOURCE_NAME}")
