@@ -18,6 +18,7 @@ modules, loaded by path (they import only the standard library at the top).
 """
 
 import hashlib
+import sys
 import importlib.util
 import sysconfig
 from pathlib import Path
@@ -74,6 +75,10 @@ def support_extension():
         libraries.insert(0, "mvec")
     # Generated from the codegen modules, never checked in: written into the
     # build folder, compiled from there.
+    # generate() reads the codegen modules: the source tree must be importable
+    # (an isolated build does not put it on sys.path).
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     generated = support.write_files(ROOT / "build" / "sg_support")
     return Extension(
         "symgraph._support", [str((generated / "sg_support.c").relative_to(ROOT))],
