@@ -62,6 +62,10 @@ def support_extension():
     loaded with ctypes: it has no Python module init)."""
     from setuptools import Extension
 
+    # generate() reads the codegen modules: the source tree must be importable
+    # (an isolated build does not put it on sys.path).
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     compiler = _load("_sg_setup_compiler", "symgraph/compile/native/compiler.py")
     support = _load("_sg_setup_support", "symgraph/compile/native/support_lib.py")
     flags = [f for f in compiler.BASE_FLAGS if f not in ("-shared", "-fPIC")]
@@ -75,10 +79,6 @@ def support_extension():
         libraries.insert(0, "mvec")
     # Generated from the codegen modules, never checked in: written into the
     # build folder, compiled from there.
-    # generate() reads the codegen modules: the source tree must be importable
-    # (an isolated build does not put it on sys.path).
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     generated = support.write_files(ROOT / "build" / "sg_support")
     return Extension(
         "symgraph._support", [str((generated / "sg_support.c").relative_to(ROOT))],
