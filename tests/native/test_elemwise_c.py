@@ -20,7 +20,7 @@ import pytest
 import symgraph.tensor as T
 from symgraph.compile.native.assemble import C_SRC, assemble
 from symgraph.compile.native.elemwise_codegen import elemwise_kernel
-from symgraph.compile.native.support_lib import bind_library
+from symgraph.compile.native.support_lib import bind_library, generated_dir
 from symgraph.ops.composite import Composite
 from symgraph.ops.elemwise import Elemwise
 from symgraph.ops import scalar_basic as sb, scalar_logic as sl, scalar_math as sm
@@ -79,7 +79,8 @@ def _compile(kernels, mvec, openmp=False):
         return None
     source = ("#define SG_USE_MVEC 1\n" if mvec else "") + assemble(kernels)
     flags = FLAGS + (["-fopenmp"] if openmp else [])
-    digest = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:20]
+    digest = hashlib.sha256((source + " ".join(flags) + str(generated_dir())).encode()
+                            ).hexdigest()[:20]
     BUILD.mkdir(exist_ok=True)
     lib_path = BUILD / f"{digest}.so"
     if not lib_path.exists():
@@ -87,7 +88,8 @@ def _compile(kernels, mvec, openmp=False):
         src.write_text(source)
         tmp = BUILD / f"{digest}.{os.getpid()}.tmp"
         libs = ["-lmvec"] if mvec else []
-        proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp),
+        includes = ["-I", str(C_SRC), "-I", str(generated_dir())]
+        proc = subprocess.run(["gcc", *flags, *includes, str(src), "-o", str(tmp),
                                *libs, "-lm"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[:4000]
         tmp.rename(lib_path)
