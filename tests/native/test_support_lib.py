@@ -144,3 +144,17 @@ def test_setup_py_declares_the_support_extension():
     assert macros["SG_SUPPORT_SOURCE_HASH"] == '"%s"' % support_lib.build_id(
         support_lib.support_source_hash(), compiler.cpu_signature())
     assert "-march=native" in ext.extra_compile_args
+
+
+def test_openmp_kernels_share_a_library_with_support_table_kernels():
+    # An OpenMP element-wise kernel carries its own copy of the loop driver; a
+    # softmax kernel in the same library reaches the shared one through the
+    # support header's macros: the two must not clash.
+    x = T.fmatrix("x")
+    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+        f = symgraph.function([x], [T.nnet.softmax(x), T.exp(x) * 2 + 1])
+    value = np.random.default_rng(0).standard_normal((5, 7)).astype("float32")
+    sm, ew = f(value)
+    e = np.exp(value - value.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(sm, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(ew, np.exp(value) * 2 + 1, rtol=1e-5)

@@ -289,6 +289,16 @@ static int sg_ew_loop(const sg_array *in, sg_array *out, int nin, int nout,
 """)
 
 
+def _omp_names(text):
+    """``text`` with the loop driver's names (``sg_ew_*``, ``SG_EW_*``) changed to
+    the OpenMP copy's (``sg_ewp_*``, ``SG_EWP_*``)."""
+    return text.replace("sg_ew_", "sg_ewp_").replace("SG_EW_", "SG_EWP_")
+
+
+#: The loop driver compiled into an OpenMP kernel's own library.
+EW_SUPPORT_OMP = ("sg_ewp_support_v1", _omp_names(EW_SUPPORT[1]))
+
+
 
 # ---------------------------------------------------------------------------
 # Code generation
@@ -408,14 +418,19 @@ def elemwise_kernel(node):
     src.append("    return 0;\n}")
 
     # The loop driver is in the shared support library, compiled without
-    # OpenMP: an OpenMP kernel carries its own copy, whose pragmas then apply.
-    support = [MVEC_SUPPORT, EW_SUPPORT if openmp else SUPPORT_ENTRY] + \
+    # OpenMP: an OpenMP kernel carries its own copy, whose pragmas then apply,
+    # under other names, since a library may also hold kernels that reach the
+    # shared driver through the support header's macros.
+    source = "\n".join(src)
+    if openmp:
+        source = _omp_names(source)
+    support = [MVEC_SUPPORT, EW_SUPPORT_OMP if openmp else SUPPORT_ENTRY] + \
         list(scalar_op.c_support())
     if inplace:
         kind, inplace_of = INPLACE, tuple(inplace[k] for k in range(nout))
     else:
         kind, inplace_of = COMPUTE, ()
-    return CKernel(source="\n".join(src), kind=kind, inplace_of=inplace_of,
+    return CKernel(source=source, kind=kind, inplace_of=inplace_of,
                    support=tuple(support), openmp=openmp, version=KERNEL_VERSION,
                    extra={"libraries": ("mvec",)} if _mvec_functions() else {})
 
