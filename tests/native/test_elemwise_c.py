@@ -456,7 +456,7 @@ def test_openmp_kernels(rng):
                  Elemwise(sb.Pow())(T.lvector(), T.lvector()).owner]
         kernels = [elemwise_kernel(n) for n in nodes]
     assert all(k.openmp for k in kernels)
-    assert "sg_ew_loop(in, out, 2, 1, scalar, size, SG_FN(block), 1000)" in kernels[1].source
+    assert "sg_ewp_loop(in, out, 2, 1, scalar, size, SG_FN(block), 1000)" in kernels[1].source
     lib = Library(nodes, chunks=1, openmp=True)
     big = rng.normal(size=(300, 200))
     for arr in (big, big[::-1, ::2], big.T):
