@@ -155,3 +155,14 @@ def test_signatures():
 
 def test_c_src_is_found():
     assert (compiler.c_src_dir() / "sg_kernel.h").is_file()
+
+
+def test_openmp_threads_wait_passively_unless_the_user_chose(monkeypatch):
+    from symgraph.compile.native.compiler import prepare_openmp_environment
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    prepare_openmp_environment()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    prepare_openmp_environment()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -318,3 +318,17 @@ def compile_library(source, out_path, *, openmp=False, include_dirs=(), extra_fl
         raise CompileError(f"the C compiler exited 0 but wrote no {out_path}",
                            stderr=proc.stderr, source_path=str(source_path),
                            command=command)
+
+
+def prepare_openmp_environment():
+    """Call before loading a library compiled with OpenMP: unless the user chose
+    otherwise, OpenMP's threads wait passively (``OMP_WAIT_POLICY=PASSIVE``).
+
+    libgomp reads its environment once, when it is loaded.  By default its
+    threads spin for a while after each parallel region; so do OpenBLAS's after
+    each BLAS call.  A training step alternates the two (fused loops, then a
+    GEMM), and on a machine with few cores each pool's spinning threads take
+    the cores the other needs: the 2-thread convnet step measured 21 ms with
+    spinning threads, 11 ms with passive ones, 10.5 ms on one thread.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

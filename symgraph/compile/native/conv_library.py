@@ -127,6 +127,10 @@ def _load_now(openmp, key):
     from symgraph.compile.native.cache import get_cache
 
     cache = get_cache()
+    if openmp:
+        from symgraph.compile.native.compiler import prepare_openmp_environment
+
+        prepare_openmp_environment()
     lib = cache.load(key, _build(openmp), parts=_parts(openmp),
                      what="the convolution algorithm library")
     with _lock:

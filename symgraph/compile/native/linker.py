@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, assemble, kernel_prefix
+from symgraph.compile.native.compiler import prepare_openmp_environment
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
 from symgraph.compile.native.support_lib import bind_library, set_support_symbol
 from symgraph.config import config
@@ -101,6 +102,8 @@ class LoadedLibraries:
         path = str(path)
         lib = self.libs.get(path)
         if lib is None:
+            if any(kernel.openmp for kernel in kernels):
+                prepare_openmp_environment()
             lib = ctypes.CDLL(path)
             self.libs[path] = lib
         for kernel in kernels:
