@@ -229,6 +229,19 @@ class PoolBase(Op):
                             f"dtype {x.dtype}")
         return x
 
+    def _like_input(self, x, var, what):
+        """``var`` (a gradient given with the input ``x``) as a tensor of x's rank,
+        cast to x's dtype; TypeError naming ``what`` on another rank."""
+        var = as_tensor_variable(var)
+        if var.ndim != x.ndim:
+            raise TypeError(f"{self}: the {what} {var} ({var.ndim}-d) must have the rank "
+                            f"of the input {x} ({x.ndim}-d)")
+        if var.dtype != x.dtype:
+            from symgraph.ops.math import cast
+
+            var = cast(var, x.dtype)
+        return var
+
     def _as_batch(self, array):
         """``array`` viewed as (batch, *image) (a copy where a view is not possible)."""
         nd = self.ndim

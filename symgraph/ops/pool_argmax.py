@@ -148,14 +148,7 @@ class MaxPoolGradFromArgmax(_ArgmaxBase):
 
     def make_node(self, x, gz, argmax):
         x, argmax = self._check_argmax(x, argmax)
-        gz = as_tensor_variable(gz)
-        if gz.ndim != x.ndim:
-            raise TypeError(f"{self}: the output gradient {gz} ({gz.ndim}-d) must have the "
-                            f"rank of the input {x} ({x.ndim}-d)")
-        if gz.dtype != x.dtype:
-            from symgraph.ops.math import cast
-
-            gz = cast(gz, x.dtype)
+        gz = self._like_input(x, gz, "output gradient")
         return Apply(self, [x, gz, argmax], [TensorType(x.dtype, shape=x.type.shape)()])
 
     def perform(self, node, inputs, output_storage):
@@ -198,14 +191,7 @@ class MaxPoolArgmaxGather(_ArgmaxBase):
 
     def make_node(self, x, ggx, argmax):
         x, argmax = self._check_argmax(x, argmax)
-        ggx = as_tensor_variable(ggx)
-        if ggx.ndim != x.ndim:
-            raise TypeError(f"{self}: the input-shaped gradient {ggx} ({ggx.ndim}-d) must "
-                            f"have the rank of the input {x} ({x.ndim}-d)")
-        if ggx.dtype != x.dtype:
-            from symgraph.ops.math import cast
-
-            ggx = cast(ggx, x.dtype)
+        ggx = self._like_input(x, ggx, "input-shaped gradient")
         return Apply(self, [x, ggx, argmax],
                      [TensorType(x.dtype, shape=argmax.type.shape)()])
 

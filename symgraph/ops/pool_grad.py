@@ -57,19 +57,13 @@ class _MaxGradBase(PoolBase):
     def _inputs(self, x, maxout, g, g_name):
         x = self._check_input(x)
         maxout = as_tensor_variable(maxout)
-        g = as_tensor_variable(g)
-        for var, what in ((maxout, "pooled maximum"), (g, g_name)):
-            if var.ndim != x.ndim:
-                raise TypeError(f"{self}: the {what} {var} ({var.ndim}-d) must have the rank "
-                                f"of the input {x} ({x.ndim}-d)")
+        if maxout.ndim != x.ndim:
+            raise TypeError(f"{self}: the pooled maximum {maxout} ({maxout.ndim}-d) must have "
+                            f"the rank of the input {x} ({x.ndim}-d)")
         if maxout.dtype != x.dtype:
             raise TypeError(f"{self}: the pooled maximum {maxout} has dtype {maxout.dtype}, "
                             f"but the input {x} has dtype {x.dtype}")
-        if g.dtype != x.dtype:
-            from symgraph.ops.math import cast
-
-            g = cast(g, x.dtype)
-        return x, maxout, g
+        return x, maxout, self._like_input(x, g, g_name)
 
     def _windows_of(self, x, maxout):
         """Yield (output index, input slices, has match, first match, batch view
@@ -189,14 +183,7 @@ class AveragePoolGrad(PoolBase):
 
     def make_node(self, x, gz):
         x = self._check_input(x)
-        gz = as_tensor_variable(gz)
-        if gz.ndim != x.ndim:
-            raise TypeError(f"{self}: the output gradient {gz} ({gz.ndim}-d) must have the "
-                            f"rank of the input {x} ({x.ndim}-d)")
-        if gz.dtype != x.dtype:
-            from symgraph.ops.math import cast
-
-            gz = cast(gz, x.dtype)
+        gz = self._like_input(x, gz, "output gradient")
         return Apply(self, [x, gz], [TensorType(x.dtype, shape=x.type.shape)()])
 
     def perform(self, node, inputs, output_storage):
