@@ -202,6 +202,7 @@ def _grad_2x2(gen):
 
 
 def max_grad(gen):
+    """The C source of a ``MaxPoolGrad`` kernel for the generator ``gen``."""
     T, C = gen.T, gen.C
     op = gen.op
     can_tile = op.stride == op.ws and _prod(op.ws) <= TILE_MAX
@@ -269,6 +270,7 @@ ${PARALLEL}
 
 
 def grad_grad(gen):
+    """The C source of a ``DownsampleFactorMaxGradGrad`` kernel."""
     T, C = gen.T, gen.C
     scan = _first_match_scan(
         gen, f"r = *(const {T} *)(gg + {_offset(gen, 'i', 'ggs')});")
@@ -310,6 +312,7 @@ ${PARALLEL}
 
 
 def avg_grad(gen):
+    """The C source of an ``AveragePoolGrad`` kernel."""
     T, C, nd = gen.T, gen.C, gen.nd
     counts_exc = " * ".join(f"(b{i} - a{i})" for i in range(nd))
     counts_inc = " * ".join(f"c{i}" for i in range(nd))
