@@ -230,3 +230,21 @@ def test_function_matches_numpy(axis, rng):
     sm, lsm = f(xv)
     np.testing.assert_allclose(sm, nnet.Softmax.compute(xv, axis), rtol=1e-6, atol=1e-35)
     np.testing.assert_allclose(lsm, nnet.LogSoftmax.compute(xv, axis), rtol=1e-6, atol=4e-6)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape, axis", [((37, 300), 1), ((37, 300), 0), ((5000, 300), 0),
+                                         ((5, 9, 40), 2), ((3, 1, 64), 1)])
+def test_openmp_splits_rows_with_the_same_bits(op, shape, axis, rng):
+    # Threads split a dimension other than the axis; each row is computed by
+    # the same code, so the result is bit for bit the serial one.
+    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+        node = _node.__wrapped__(op, "float32", len(shape), axis)
+        kernel = node_kernel(node)
+    assert kernel.openmp and "omp parallel for" in kernel.source
+    x = rng.standard_normal(shape).astype("float32") * 5
+    values = _inputs(op, x, rng)
+    serial = run_kernel(_node(op, "float32", len(shape), axis), values)
+    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+        parallel = run_kernel(node, values, kernel=kernel)
+    np.testing.assert_array_equal(parallel[0], serial[0])

@@ -55,6 +55,7 @@ from string import Template
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 from symgraph.compile.native.support_lib import SUPPORT_ENTRY
+from symgraph.config import config
 
 __all__ = ["nnet_kernel", "BLOCK", "COLS", "PANEL_BYTES"]
 
@@ -451,12 +452,72 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     return 0;
 }}
 
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    return sg_nn_run_{_DTYPES[dtype][0]}({code}, {-1 if axis is None else axis}, in, {nin}, out,
-                          "{name}", err);
+"""
+    run = f"sg_nn_run_{_DTYPES[dtype][0]}({code}, {-1 if axis is None else axis}"
+    ndim = node.outputs[0].ndim
+    openmp = bool(config.openmp) and axis is not None and ndim >= 2
+    if openmp:
+        split = 1 if axis == 0 else 0
+        # Splitting the innermost dimension splits the column path's panels:
+        # cut at the serial panel width, so that every column is computed in
+        # the same panel position (vector lanes or tail) as serially.
+        if split == ndim - 1:
+            compute = "float" if _DTYPES[dtype][1] == "f32" else "double"
+            grain = (f"{PANEL_BYTES} / (out[0].shape[{axis}] * (int64_t)sizeof({compute}));\n"
+                     "        grain = grain < 16 ? 16 : grain > SG_NN_COLS ? SG_NN_COLS : grain")
+        else:
+            grain = "1"
+        source += _PARALLEL_RUN.substitute(
+            RUN=run, NIN=nin, NAME=name, SPLIT=split, GRAIN=grain, AXIS=axis,
+            MINPAR=int(config.openmp_elemwise_minsize))
+    else:
+        source += f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    return {run}, in, {nin}, out, "{name}", err);
 }}
 """
     support = (MVEC_SUPPORT, _core(_DTYPES[dtype][1]), _driver(dtype))
     if code == GRAD:
         support += (_SHAPE_TEXT,)
-    return CKernel(source=source, support=support, version=VERSION)
+    return CKernel(source=source, support=support, version=VERSION, openmp=openmp,
+                   headers=("<omp.h>",) if openmp else ())
+
+
+# With OpenMP: the rows are independent, so the threads split a dimension that
+# is not the axis into contiguous ranges (whole panels of GRAIN columns) and
+# each runs the (serial) shared driver on its slice of every array: the same
+# per-row code, the same bits.
+_PARALLEL_RUN = Template(r"""
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
+    int64_t n = out[0].shape[$SPLIT], grain = 1, pieces = 0;
+    int nt = omp_get_max_threads();
+    if (out[0].shape[$AXIS] > 0) {
+        grain = $GRAIN;
+        pieces = (n + grain - 1) / grain;
+    }
+    if (sg_size(&out[0]) < $MINPAR || pieces < 2 || nt < 2)
+        return $RUN, in, $NIN, out, "$NAME", err);
+    if (nt > pieces) nt = (int)pieces;
+    int failed = 0;
+    #pragma omp parallel for num_threads(nt) schedule(static) reduction(|:failed)
+    for (int t = 0; t < nt; t++) {
+        int64_t lo = pieces * t / nt * grain, hi = pieces * (t + 1) / nt * grain;
+        if (hi > n) hi = n;
+        sg_array part_in[$NIN], part_out[1];
+        for (int k = 0; k < $NIN; k++) {
+            part_in[k] = in[k];
+            part_in[k].data += lo * in[k].strides[$SPLIT];
+            part_in[k].shape[$SPLIT] = hi - lo;
+        }
+        part_out[0] = out[0];
+        part_out[0].data += lo * out[0].strides[$SPLIT];
+        part_out[0].shape[$SPLIT] = hi - lo;
+        sg_error mine;
+        if ($RUN, part_in, $NIN, part_out, "$NAME", &mine)) {
+            failed = 1;
+            #pragma omp critical
+            *err = mine;
+        }
+    }
+    return failed;
+}
+""")
