@@ -380,6 +380,24 @@ class BaseAbstractConv(Op):
             return None
         return terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
+    @staticmethod
+    def _known_shape(node, symbolic):
+        """The output shape: the static sizes of its type where known, else
+        ``symbolic``'s entries."""
+        return [tuple(constant(s, dtype="int64") if s is not None else v
+                      for s, v in zip(node.outputs[0].type.shape, symbolic))]
+
+    def connection_pattern(self, node):
+        # The first two inputs are data; a third is a shape, with no gradient.
+        return [[True]] * 2 + [[False]] * (len(node.inputs) - 2)
+
+    def R_op(self, inputs, eval_points):
+        # Each of the three ops is bilinear in its first two inputs.
+        a, b, *shape = inputs
+        e_a, e_b = eval_points[:2]
+        return [self._sum_terms([None if e_a is None else self(e_a, b, *shape),
+                                 None if e_b is None else self(a, e_b, *shape)])]
+
     def _compute(self, fn, *args, out_dtype):
         """A reference function's result in the output dtype (float64 inside)."""
         return np.asarray(fn(*args, dtype=np.float64)).astype(out_dtype, copy=False)
@@ -409,11 +427,8 @@ class AbstractConv(BaseAbstractConv):
 
     def infer_shape(self, fgraph, node, input_shapes):
         img_shape, kern_shape = input_shapes
-        static = node.outputs[0].type.shape
         spatial = self._out_spatial(img_shape[2:], kern_shape[2:])
-        symbolic = (img_shape[0], kern_shape[0]) + spatial
-        return [tuple(constant(s, dtype="int64") if s is not None else v
-                      for s, v in zip(static, symbolic))]
+        return self._known_shape(node, (img_shape[0], kern_shape[0]) + spatial)
 
     def L_op(self, inputs, outputs, output_grads):
         img, kern = inputs
@@ -421,12 +436,6 @@ class AbstractConv(BaseAbstractConv):
         d_img = self._like(AbstractConvGradInputs)(kern, top, img.shape[2:])
         d_kern = self._like(AbstractConvGradWeights)(img, top, kern.shape[2:])
         return [d_img, d_kern]
-
-    def R_op(self, inputs, eval_points):
-        img, kern = inputs
-        e_img, e_kern = eval_points
-        return [self._sum_terms([None if e_img is None else self(e_img, kern),
-                                 None if e_kern is None else self(img, e_kern)])]
 
 
 class AbstractConvGradInputs(BaseAbstractConv):
@@ -472,14 +481,8 @@ class AbstractConvGradInputs(BaseAbstractConv):
 
     def infer_shape(self, fgraph, node, input_shapes):
         kern_shape, top_shape, _ = input_shapes
-        static = node.outputs[0].type.shape
-        symbolic = (top_shape[0], kern_shape[1] * self.num_groups) + \
-            tuple(node.inputs[2][i] for i in range(self.convdim))
-        return [tuple(constant(s, dtype="int64") if s is not None else v
-                      for s, v in zip(static, symbolic))]
-
-    def connection_pattern(self, node):
-        return [[True], [True], [False]]
+        return self._known_shape(node, (top_shape[0], kern_shape[1] * self.num_groups) + tuple(
+            node.inputs[2][i] for i in range(self.convdim)))
 
     def L_op(self, inputs, outputs, output_grads):
         from symgraph.gradient import disconnected_grad_for
@@ -489,12 +492,6 @@ class AbstractConvGradInputs(BaseAbstractConv):
         d_kern = self._like(AbstractConvGradWeights)(d_img, top, kern.shape[2:])
         d_top = self._like(AbstractConv)(d_img, kern)
         return [d_kern, d_top, disconnected_grad_for(shape)]
-
-    def R_op(self, inputs, eval_points):
-        kern, top, shape = inputs
-        e_kern, e_top = eval_points[:2]
-        return [self._sum_terms([None if e_kern is None else self(e_kern, top, shape),
-                                 None if e_top is None else self(kern, e_top, shape)])]
 
 
 class AbstractConvGradWeights(BaseAbstractConv):
@@ -541,14 +538,8 @@ class AbstractConvGradWeights(BaseAbstractConv):
 
     def infer_shape(self, fgraph, node, input_shapes):
         img_shape, top_shape, _ = input_shapes
-        static = node.outputs[0].type.shape
-        symbolic = (top_shape[1], img_shape[1] // self.num_groups) + \
-            tuple(node.inputs[2][i] for i in range(self.convdim))
-        return [tuple(constant(s, dtype="int64") if s is not None else v
-                      for s, v in zip(static, symbolic))]
-
-    def connection_pattern(self, node):
-        return [[True], [True], [False]]
+        return self._known_shape(node, (top_shape[1], img_shape[1] // self.num_groups) + tuple(
+            node.inputs[2][i] for i in range(self.convdim)))
 
     def L_op(self, inputs, outputs, output_grads):
         from symgraph.gradient import disconnected_grad_for
@@ -558,12 +549,6 @@ class AbstractConvGradWeights(BaseAbstractConv):
         d_img = self._like(AbstractConvGradInputs)(d_kern, top, img.shape[2:])
         d_top = self._like(AbstractConv)(img, d_kern)
         return [d_img, d_top, disconnected_grad_for(shape)]
-
-    def R_op(self, inputs, eval_points):
-        img, top, shape = inputs
-        e_img, e_top = eval_points[:2]
-        return [self._sum_terms([None if e_img is None else self(e_img, top, shape),
-                                 None if e_top is None else self(img, e_top, shape)])]
 
 
 # ---------------------------------------------------------------------------

@@ -53,6 +53,28 @@ class Geom(ctypes.Structure):
 _LIB = {}
 
 
+def build_shim(name, source, flags, key_text=""):
+    """Compile the C ``source`` (which may include headers from c_src/) with
+    ``flags`` into a library cached by content; returns its path.  ``key_text``:
+    what else the build depends on (the text of the headers it includes)."""
+    digest = hashlib.sha256((source + key_text + " ".join(flags)).encode()).hexdigest()[:20]
+    build = Path(tempfile.gettempdir()) / "symgraph-conv-harness"
+    build.mkdir(exist_ok=True)
+    path = build / f"{name}-{digest}.so"
+    if not path.exists():
+        # Per-process names: test workers may build the same library at once.
+        src = build / f"{name}-{digest}.{os.getpid()}.c"
+        src.write_text(source)
+        tmp = build / f"{name}-{digest}.{os.getpid()}.tmp"
+        proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"compiling the {name} test library failed:\n{proc.stderr}")
+        os.replace(tmp, path)
+        src.unlink()
+    return path
+
+
 def library(openmp=False):
     """The harness library, built once per (sources, openmp)."""
     from symgraph.compile.native.compiler import base_flags
@@ -62,29 +84,16 @@ def library(openmp=False):
     # contraction).
     flags = ["-Wall", *base_flags()] + (["-fopenmp"] if openmp else [])
     sources = "".join(p.read_text() for p in sorted((C_SRC / "conv").iterdir()) if p.is_file())
-    digest = hashlib.sha256((_SHIM + sources + " ".join(flags)).encode()).hexdigest()[:20]
-    if digest in _LIB:
-        return _LIB[digest]
-    build = Path(tempfile.gettempdir()) / "symgraph-conv-harness"
-    build.mkdir(exist_ok=True)
-    path = build / f"{digest}.so"
-    if not path.exists():
-        src = build / f"{digest}.{os.getpid()}.c"
-        src.write_text(_SHIM)
-        tmp = build / f"{digest}.{os.getpid()}.tmp"
-        proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
-                              capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"compiling the conv harness failed:\n{proc.stderr}")
-        os.replace(tmp, path)
-        src.unlink()
+    path = build_shim("conv", _SHIM, flags, sources)
+    if path in _LIB:
+        return _LIB[path]
     lib = ctypes.CDLL(str(path))
     lib.sg_conv_harness_ws.restype = ctypes.c_size_t
     from symgraph.compile.native.blas_support import blas_address
 
     lib.sg_conv_harness_blas(ctypes.c_void_p(blas_address("sgemm")),
                              ctypes.c_void_p(blas_address("dgemm")))
-    _LIB[digest] = lib
+    _LIB[path] = lib
     return lib
 
 

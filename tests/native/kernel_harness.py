@@ -45,7 +45,15 @@ _LIBS = {}
 
 def compile_kernel(kernel, openmp=False):
     """Compile ``kernel`` alone into a library (cached per source); returns the CDLL."""
-    source = assemble([("k", kernel)])
+    return compile_kernels([("k", kernel)], openmp)
+
+
+def compile_kernels(named, openmp=False):
+    """Compile ``named`` ((prefix, kernel) pairs) into one library, cached by
+    source and headers; returns the CDLL with every kernel's symbols set."""
+    kernels = [kernel for _, kernel in named]
+    openmp = openmp or any(kernel.openmp for kernel in kernels)
+    source = assemble(list(named))
     # The headers the source includes are part of the key, as in the linker's:
     # an edited header must not reuse a stale library.
     from symgraph.compile.native.linker import _headers_digest
@@ -59,7 +67,7 @@ def compile_kernel(kernel, openmp=False):
         # Per-process names: test workers may build the same kernel at once.
         src = _BUILD_DIR / f"{digest}.{os.getpid()}.c"
         src.write_text(source)
-        flags = FLAGS + (["-fopenmp"] if openmp or kernel.openmp else [])
+        flags = FLAGS + (["-fopenmp"] if openmp else [])
         tmp = _BUILD_DIR / f"{digest}.{os.getpid()}.tmp"
         includes = ["-I", str(C_SRC), "-I", str(generated_dir())]
         proc = subprocess.run(["gcc", *flags, *includes, str(src), "-o", str(tmp), "-lm"],
@@ -68,12 +76,14 @@ def compile_kernel(kernel, openmp=False):
             raise RuntimeError(f"compiling {src} failed:\n{proc.stderr[:4000]}")
         tmp.rename(lib_path)
     lib = ctypes.CDLL(str(lib_path))
-    set_kernel_symbols(lib, kernel)   # the shared helpers' table, BLAS pointers
+    for kernel in kernels:
+        set_kernel_symbols(lib, kernel)   # the shared helpers' table, BLAS pointers
     _LIBS[digest] = lib
     return lib
 
 
-def _describe(arr):
+def describe(arr):
+    """The ``sg_array`` of a NumPy array."""
     desc = SgArray()
     desc.data = arr.ctypes.data if arr.size else (arr.__array_interface__["data"][0] or 0)
     desc.ndim = arr.ndim
@@ -96,7 +106,7 @@ def run_kernel(node, inputs, kernel=None):
         raise ValueError(f"{node.op} has no native kernel for {node}")
     lib = compile_kernel(kernel)
     inputs = [np.asarray(x) for x in inputs]
-    in_desc = (SgArray * max(1, len(inputs)))(*[_describe(x) for x in inputs])
+    in_desc = (SgArray * max(1, len(inputs)))(*[describe(x) for x in inputs])
     n_out = len(node.outputs)
     out_desc = (SgArray * n_out)()
     err = SgError()
@@ -110,11 +120,11 @@ def run_kernel(node, inputs, kernel=None):
             # Garbage in the fresh buffer: a kernel must write every element.
             outputs[k] = np.full(shape, 7, dtype=out.dtype) if out.dtype != "bool" \
                 else np.ones(shape, dtype=bool)
-            out_desc[k] = _describe(outputs[k])
+            out_desc[k] = describe(outputs[k])
     elif kernel.kind == "inplace":
         for k, i in enumerate(kernel.inplace_of):
             outputs[k] = inputs[i]
-            out_desc[k] = _describe(inputs[i])
+            out_desc[k] = describe(inputs[i])
     if lib.k_run(in_desc, out_desc, ctypes.byref(err)):
         raise KernelError(err.kind, err.msg.decode())
     if kernel.kind == "view":

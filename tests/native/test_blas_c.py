@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import symgraph.tensor as T  # noqa: E402
-from kernel_harness import (KernelError, SgArray, SgError, _describe,  # noqa: E402
+from kernel_harness import (KernelError, SgArray, SgError, describe,  # noqa: E402
                             compile_kernel, run_kernel, run_python)
 from symgraph.compile.native import blas_support  # noqa: E402
 from symgraph.compile.native.kernel import CKernel  # noqa: E402
@@ -186,8 +186,8 @@ def _run_into(node, inputs, out):
     """Run ``node``'s kernel with ``out`` (any layout) as its output array."""
     kernel = node.op.c_kernel(node)
     lib = compile_kernel(kernel)
-    in_desc = (SgArray * len(inputs))(*[_describe(np.asarray(x)) for x in inputs])
-    out_desc = (SgArray * 1)(_describe(out))
+    in_desc = (SgArray * len(inputs))(*[describe(np.asarray(x)) for x in inputs])
+    out_desc = (SgArray * 1)(describe(out))
     err = SgError()
     if lib.k_run(in_desc, out_desc, ctypes.byref(err)):
         raise KernelError(err.kind, err.msg.decode())

@@ -6,11 +6,6 @@ odd geometries, in float64 (tight) and float32 (relative to the magnitude).
 """
 
 import ctypes
-import hashlib
-import os
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,21 +52,8 @@ def _fft_lib():
         return _FFT_LIB[0]
     from symgraph.compile.native.compiler import base_flags
 
-    flags = ["-Wall", *base_flags()]
-    text = _FFT_SHIM + (C_SRC / "conv" / "sg_fft.h").read_text() + " ".join(flags)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    build = Path(tempfile.gettempdir()) / "symgraph-conv-harness"
-    build.mkdir(exist_ok=True)
-    path = build / f"fft-{digest}.so"
-    if not path.exists():
-        src = build / f"fft-{digest}.{os.getpid()}.c"
-        src.write_text(_FFT_SHIM)
-        tmp = build / f"fft-{digest}.{os.getpid()}.tmp"
-        proc = subprocess.run(["gcc", *flags, "-I", str(C_SRC), str(src), "-o", str(tmp), "-lm"],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        os.replace(tmp, path)
-        src.unlink()
+    sources = (C_SRC / "conv" / "sg_fft.h").read_text()
+    path = H.build_shim("fft", _FFT_SHIM, ["-Wall", *base_flags()], sources)
     _FFT_LIB.append(ctypes.CDLL(str(path)))
     return _FFT_LIB[0]
 

@@ -14,11 +14,6 @@ and negative-stride inputs, the errors of bad shapes; then the kernels through
 
 import ctypes
 import functools
-import hashlib
-import os
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,11 +21,10 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.compile.native import conv_tuning
-from symgraph.compile.native.assemble import C_SRC, assemble
 from symgraph.ops import conv_reference as ref
 from symgraph.ops.dnn_conv import ALGO_IMPLS, DnnConv, DnnConvGradI, DnnConvGradW
-from tests.native.kernel_harness import FLAGS, MAXDIMS, KernelError, SgArray, SgError, \
-    run_python
+from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError,
+                                        compile_kernels, describe, run_python)
 
 # -- the op parameters and shapes under test ------------------------------------------
 
@@ -126,36 +120,7 @@ def _library():
         with symgraph.config.change_flags({"dnn.conv.workmem_bytes": workmem}):
             kernels.append((f"cv{index}", node.op.c_kernel(node)))
         prefixes[variant] = f"cv{index}"
-    source = assemble(kernels)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    build = Path(tempfile.gettempdir()) / "symgraph-conv-kernels"
-    build.mkdir(exist_ok=True)
-    path = build / f"{digest}.so"
-    if not path.exists():
-        src = build / f"{digest}.{os.getpid()}.c"
-        src.write_text(source)
-        tmp = build / f"{digest}.{os.getpid()}.tmp"
-        proc = subprocess.run(["gcc", *FLAGS, "-I", str(C_SRC), str(src), "-o", str(tmp),
-                               "-lm"], capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"compiling {src} failed:\n{proc.stderr[:4000]}")
-        os.replace(tmp, path)
-        src.unlink()
-    lib = ctypes.CDLL(str(path))
-    for _, kernel in kernels:
-        for name, address_fn in kernel.symbols:
-            ctypes.c_void_p.in_dll(lib, name).value = address_fn()
-    return lib, prefixes
-
-
-def _describe(arr):
-    desc = SgArray()
-    desc.data = arr.__array_interface__["data"][0] or 0
-    desc.ndim = arr.ndim
-    for d in range(arr.ndim):
-        desc.shape[d] = arr.shape[d]
-        desc.strides[d] = arr.strides[d]
-    return desc
+    return compile_kernels(kernels), prefixes
 
 
 def run_c(variant, arrays):
@@ -164,14 +129,14 @@ def run_c(variant, arrays):
     lib, prefixes = _library()
     node = _node(*variant)
     prefix = prefixes[variant]
-    in_desc = (SgArray * len(arrays))(*[_describe(a) for a in arrays])
+    in_desc = (SgArray * len(arrays))(*[describe(a) for a in arrays])
     err = SgError()
     shapes = (ctypes.c_int64 * MAXDIMS)()
     if getattr(lib, f"{prefix}_shape")(in_desc, shapes, ctypes.byref(err)):
         raise KernelError(err.kind, err.msg.decode())
     out_var = node.outputs[0]
     out = np.full(tuple(shapes[d] for d in range(out_var.ndim)), 7, dtype=out_var.dtype)
-    out_desc = (SgArray * 1)(_describe(out))
+    out_desc = (SgArray * 1)(describe(out))
     if getattr(lib, f"{prefix}_run")(in_desc, out_desc, ctypes.byref(err)):
         raise KernelError(err.kind, err.msg.decode())
     return out

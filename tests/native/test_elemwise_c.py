@@ -24,7 +24,7 @@ from symgraph.compile.native.support_lib import bind_library, generated_dir
 from symgraph.ops.composite import Composite
 from symgraph.ops.elemwise import Elemwise
 from symgraph.ops import scalar_basic as sb, scalar_logic as sl, scalar_math as sm
-from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError, _describe,
+from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError, describe,
                                          run_python)
 
 # float16 results of perform overflow to inf on purpose (the reference)
@@ -55,7 +55,7 @@ class Library:
         chunk, prefix, kernel = self.prefix[node]
         lib = self.libs[chunk]
         inputs = [np.asarray(x) for x in inputs]
-        in_desc = (SgArray * max(1, len(inputs)))(*[_describe(x) for x in inputs])
+        in_desc = (SgArray * max(1, len(inputs)))(*[describe(x) for x in inputs])
         n_out = len(node.outputs)
         out_desc = (SgArray * n_out)()
         err = SgError()
@@ -68,7 +68,7 @@ class Library:
             outputs = out or [np.full(tuple(shapes[k * MAXDIMS + d] for d in range(o.ndim)),
                                       1, dtype=o.dtype) for k, o in enumerate(node.outputs)]
         for k, arr in enumerate(outputs):
-            out_desc[k] = _describe(arr)
+            out_desc[k] = describe(arr)
         if getattr(lib, f"{prefix}_run")(in_desc, out_desc, ctypes.byref(err)):
             raise KernelError(err.kind, err.msg.decode())
         return outputs
