@@ -380,15 +380,6 @@ static void sg_nn_shape_text(char *buf, size_t len, const sg_array *a) {
 """)
 
 
-def _core(suffix):
-    """The support entry giving a kernel the row cores of compute type ``suffix``
-    (f32, f64): they are in the shared support library (``support_lib``)."""
-    return SUPPORT_ENTRY
-
-
-def _driver(dtype):
-    """The support entry giving a kernel ``sg_nn_run_<dtype>`` (shared library)."""
-    return SUPPORT_ENTRY
 
 
 def core_text(suffix):
@@ -475,7 +466,8 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     return {run}, in, {nin}, out, "{name}", err);
 }}
 """
-    support = (MVEC_SUPPORT, _core(_DTYPES[dtype][1]), _driver(dtype))
+    # The row cores and the drivers are in the shared support library.
+    support = (MVEC_SUPPORT, SUPPORT_ENTRY)
     if code == GRAD:
         support += (_SHAPE_TEXT,)
     return CKernel(source=source, support=support, version=VERSION, openmp=openmp,

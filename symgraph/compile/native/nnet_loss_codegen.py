@@ -189,7 +189,7 @@ def loss_kernel(op, node):
     """The CKernel of a cross-entropy node of ``ops/nnet_loss.py``, or None
     where it has no native code (a dtype other than float16/32/64)."""
     from symgraph.compile.native.elemwise_codegen import MVEC_SUPPORT
-    from symgraph.compile.native.nnet_codegen import _core
+    from symgraph.compile.native.support_lib import SUPPORT_ENTRY
 
     layout = _LAYOUT.get(type(op).__name__)
     if layout is None:
@@ -234,5 +234,5 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return status;
 }}
 """
-    support = (MVEC_SUPPORT, _core(_DTYPES[dtype][1]), _targets(index_dtype), _driver(dtype))
+    support = (MVEC_SUPPORT, SUPPORT_ENTRY, _targets(index_dtype), _driver(dtype))
     return CKernel(source=source, support=support, version=VERSION)
