@@ -5,7 +5,9 @@
  * Python step calls back a callable for nodes without native code.  The
  * runtime checks the inputs, allocates outputs (reusing last call's buffer when
  * nothing else holds it, so large outputs do not fault in fresh pages on
- * every call) and wraps view outputs as NumPy views of their base.
+ * every call) and wraps view outputs as NumPy views of their base.  A "view
+ * or copy" step (SG_VIEW_OR_COPY) does either, per call, as its kernel's
+ * view function decides from the input's strides.
  *
  * This is the only C file that includes Python and NumPy headers; the kernels
  * stay plain C so that they compile fast.
@@ -36,14 +38,16 @@
 
 typedef int (*sg_run_fn)(const sg_array *, sg_array *, sg_error *);
 typedef int (*sg_shape_fn)(const sg_array *, int64_t *, sg_error *);
+typedef int (*sg_view_fn)(const sg_array *, const int64_t *, sg_array *, sg_error *);
 
 enum { STEP_NATIVE = 0, STEP_PYTHON = 1 };
 
 typedef struct {
     int type;
-    int kind;               /* SG_COMPUTE, SG_INPLACE, SG_VIEW */
+    int kind;               /* SG_COMPUTE, SG_INPLACE, SG_VIEW, SG_VIEW_OR_COPY */
     sg_run_fn run;
     sg_shape_fn shape;
+    sg_view_fn view;        /* SG_VIEW_OR_COPY */
     PyObject *callable;     /* Python steps */
     int n_in, n_out;
     int *in_slots, *out_slots;
@@ -102,9 +106,17 @@ static void describe(PyArrayObject *a, sg_array *d) {
     }
 }
 
+/* A reusable slot keeps its array for the next call only when the runtime
+ * allocated it: a view (a "view or copy" step's, on some calls) would keep
+ * its base, perhaps the caller's input, alive, and is never reused anyway. */
+static int keeps_buffer(PyObject *v) {
+    return v != NULL && PyArray_Check(v) && PyArray_BASE((PyArrayObject *)v) == NULL;
+}
+
 static void clear_slots(Program *p, int keep_reusable) {
     for (int i = 0; i < p->n_slots; i++) {
-        if (p->keep[i] || (keep_reusable && p->reusable[i])) continue;
+        if (p->keep[i] || (keep_reusable && p->reusable[i] && keeps_buffer(p->slots[i])))
+            continue;
         Py_CLEAR(p->slots[i]);
     }
 }
@@ -162,6 +174,57 @@ static PyObject *wrap_view(PyArrayObject *base, sg_array *d, int typenum) {
     return view;
 }
 
+/* The step's outputs in buffers of the shapes in s->shapes (compute steps). */
+static int allocate_outputs(Program *p, Step *s) {
+    for (int k = 0; k < s->n_out; k++) {
+        PyArrayObject *out = output_buffer(p, s->out_slots[k], s->out_typenums[k],
+                                           s->out_ndims[k], s->shapes + k * SG_MAXDIMS);
+        if (out == NULL) return -1;
+        describe(out, &s->out_desc[k]);
+    }
+    return 0;
+}
+
+/* The step's outputs as NumPy views of their base inputs, as the kernel described. */
+static int wrap_outputs(Program *p, Step *s) {
+    for (int k = 0; k < s->n_out; k++) {
+        PyArrayObject *base = (PyArrayObject *)p->slots[s->in_slots[s->alias[k]]];
+        PyObject *view = wrap_view(base, &s->out_desc[k], s->out_typenums[k]);
+        if (view == NULL) return -1;
+        Py_XSETREF(p->slots[s->out_slots[k]], view);
+    }
+    return 0;
+}
+
+/* 1 when the outputs are views (wrapped), 0 when they need a copy, -1 on error. */
+static int try_view(Program *p, Step *s, sg_error *err) {
+    if (s->shape(s->in_desc, s->shapes, err)) return raise_kernel_error(err);
+    int rc = s->view(s->in_desc, s->shapes, s->out_desc, err);
+    if (rc == SG_NO_VIEW) return 0;
+    if (rc) return raise_kernel_error(err);
+    return wrap_outputs(p, s) < 0 ? -1 : 1;
+}
+
+/* An in-place kernel's shape function (optional) checks its inputs before
+ * anything is written; each output must then have its target's shape, or
+ * the kernel would write past the array it overwrites. */
+static int check_inplace_shapes(Step *s, sg_error *err) {
+    if (s->shape == NULL) return 0;
+    if (s->shape(s->in_desc, s->shapes, err)) return raise_kernel_error(err);
+    for (int k = 0; k < s->n_out; k++) {
+        const sg_array *target = &s->in_desc[s->alias[k]];
+        const int64_t *shape = s->shapes + k * SG_MAXDIMS;
+        int same = target->ndim == s->out_ndims[k];
+        for (int d = 0; same && d < target->ndim; d++) same = target->shape[d] == shape[d];
+        if (!same) {
+            PyErr_Format(PyExc_ValueError, "an in-place kernel's output %d does not have the "
+                         "shape of the input %d it overwrites", k, s->alias[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int run_native(Program *p, Step *s) {
     sg_error err = {0, {0}};
     for (int i = 0; i < s->n_in; i++) {
@@ -174,13 +237,13 @@ static int run_native(Program *p, Step *s) {
     }
     if (s->kind == SG_COMPUTE) {
         if (s->shape(s->in_desc, s->shapes, &err)) return raise_kernel_error(&err);
-        for (int k = 0; k < s->n_out; k++) {
-            PyArrayObject *out = output_buffer(p, s->out_slots[k], s->out_typenums[k],
-                                               s->out_ndims[k], s->shapes + k * SG_MAXDIMS);
-            if (out == NULL) return -1;
-            describe(out, &s->out_desc[k]);
-        }
+        if (allocate_outputs(p, s) < 0) return -1;
+    } else if (s->kind == SG_VIEW_OR_COPY) {
+        int viewed = try_view(p, s, &err);
+        if (viewed != 0) return viewed < 0 ? -1 : 0;
+        if (allocate_outputs(p, s) < 0) return -1;
     } else if (s->kind == SG_INPLACE) {
+        if (check_inplace_shapes(s, &err) < 0) return -1;
         for (int k = 0; k < s->n_out; k++) {
             PyObject *target = p->slots[s->in_slots[s->alias[k]]];
             Py_INCREF(target);
@@ -189,14 +252,7 @@ static int run_native(Program *p, Step *s) {
         }
     }
     if (s->run(s->in_desc, s->out_desc, &err)) return raise_kernel_error(&err);
-    if (s->kind == SG_VIEW) {
-        for (int k = 0; k < s->n_out; k++) {
-            PyArrayObject *base = (PyArrayObject *)p->slots[s->in_slots[s->alias[k]]];
-            PyObject *view = wrap_view(base, &s->out_desc[k], s->out_typenums[k]);
-            if (view == NULL) return -1;
-            Py_XSETREF(p->slots[s->out_slots[k]], view);
-        }
-    }
+    if (s->kind == SG_VIEW) return wrap_outputs(p, s);
     return 0;
 }
 
@@ -516,15 +572,24 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
         if (!(s->out_slots = int_array(outs, &s->n_out))) return -1;
         return 0;
     }
-    unsigned long long run_ptr, shape_ptr;
+    unsigned long long run_ptr, shape_ptr, view_ptr = 0;
     PyObject *ins, *outs, *typenums, *ndims, *alias;
-    if (!PyArg_ParseTuple(spec, "iKKiOOOOO", &n, &run_ptr, &shape_ptr, &s->kind, &ins, &outs,
-                          &typenums, &ndims, &alias))
+    if (!PyArg_ParseTuple(spec, "iKKiOOOOO|K", &n, &run_ptr, &shape_ptr, &s->kind, &ins, &outs,
+                          &typenums, &ndims, &alias, &view_ptr))
         return -1;
     s->run = (sg_run_fn)(uintptr_t)run_ptr;
     s->shape = (sg_shape_fn)(uintptr_t)shape_ptr;
-    if (s->kind == SG_COMPUTE && s->shape == NULL) {
+    s->view = (sg_view_fn)(uintptr_t)view_ptr;
+    if (s->kind < SG_COMPUTE || s->kind > SG_VIEW_OR_COPY) {
+        PyErr_Format(PyExc_ValueError, "unknown kernel kind %d", s->kind);
+        return -1;
+    }
+    if ((s->kind == SG_COMPUTE || s->kind == SG_VIEW_OR_COPY) && s->shape == NULL) {
         PyErr_SetString(PyExc_ValueError, "a compute kernel needs a shape function");
+        return -1;
+    }
+    if (s->kind == SG_VIEW_OR_COPY && s->view == NULL) {
+        PyErr_SetString(PyExc_ValueError, "a view-or-copy kernel needs a view function");
         return -1;
     }
     if (!(s->in_slots = int_array(ins, &s->n_in))) return -1;
@@ -536,14 +601,16 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
     s->out_desc = PyMem_Calloc(s->n_out > 0 ? s->n_out : 1, sizeof(sg_array));
     s->shapes = PyMem_Calloc((s->n_out > 0 ? s->n_out : 1) * SG_MAXDIMS, sizeof(int64_t));
     if (!s->in_desc || !s->out_desc || !s->shapes) { PyErr_NoMemory(); return -1; }
-    if (s->kind == SG_COMPUTE)
+    /* A view-or-copy slot is reusable too: clear_slots keeps only its copies. */
+    if (s->kind == SG_COMPUTE || s->kind == SG_VIEW_OR_COPY)
         for (int k = 0; k < s->n_out; k++) p->reusable[s->out_slots[k]] = 1;
     return 0;
 }
 
 /* Program(n_slots, inputs, steps, outputs)
  *   inputs:  ((slot, typenum, ndim, static_shape), ...)
- *   steps:   native (0, run_ptr, shape_ptr, kind, in_slots, out_slots, typenums, ndims, alias)
+ *   steps:   native (0, run_ptr, shape_ptr, kind, in_slots, out_slots, typenums, ndims, alias
+ *                    [, view_ptr])   (view_ptr: SG_VIEW_OR_COPY kernels)
  *            python (1, callable, in_slots, out_slots)
  *   outputs: (slot, ...)
  */

@@ -12,12 +12,29 @@
  *       out_shapes + k * SG_MAXDIMS).  Return 0, or nonzero with err set.
  *       Kernels of kind SG_VIEW do not export it.
  *
+ *   int P_view(const sg_array *in, const int64_t *out_shapes, sg_array *out,
+ *              sg_error *err);
+ *       SG_VIEW_OR_COPY only, called after P_shape with its shapes.  When the
+ *       input's strides (known only now) allow it, describe every output as
+ *       memory inside its base input (out[k].data/ndim/shape/strides, as an
+ *       SG_VIEW kernel's P_run does) and return 0: the runtime wraps them as
+ *       views.  Return SG_NO_VIEW when a view is impossible (err untouched):
+ *       the runtime then allocates the outputs as for SG_COMPUTE and calls
+ *       P_run, which copies.  Any other nonzero value: an error, err set.
+ *
  *   int P_run(const sg_array *in, sg_array *out, sg_error *err);
  *       SG_COMPUTE: the outputs are allocated with the shapes from P_shape
  *       (C-contiguous unless reused); write them.
  *       SG_INPLACE: out[k] is the array of the input it overwrites.
  *       SG_VIEW:    set out[k].data/shape/strides to describe memory inside
  *       in[base]; the runtime wraps it as a view of that input.
+ *       SG_VIEW_OR_COPY: called only after P_view returned SG_NO_VIEW; the
+ *       outputs are allocated as for SG_COMPUTE; write them.
+ *
+ * A slot filled by an SG_VIEW_OR_COPY kernel holds a view on some calls and
+ * a runtime-owned array on others: the runtime reuses only the latter (an
+ * array without a base that nothing else holds), so a later call never
+ * writes into an input through it, nor into an array handed to the user.
  *
  * Dtypes are fixed when the kernel is generated; the runtime checks them.
  */
@@ -53,6 +70,9 @@ typedef struct {
 #define SG_COMPUTE 0
 #define SG_INPLACE 1
 #define SG_VIEW 2
+#define SG_VIEW_OR_COPY 3
+
+#define SG_NO_VIEW (-1)    /* P_view: the input's layout needs a copy */
 
 #define SG_FAIL(err, k, ...) \
     do { (err)->kind = (k); snprintf((err)->msg, sizeof((err)->msg), __VA_ARGS__); \

@@ -6,6 +6,21 @@ and whose outputs are the requested outputs followed by the update
 expressions.  The graph is rewritten, scheduled and run by the VM.  Updates
 are written to the shared variables only after every output was computed, so
 a call that raises changes no state.
+
+In-place updates are the exception to "written after": an update rewritten to
+work in place (``w <- w - lr * g`` as one in-place node) writes into the
+shared variable's own buffer while the call runs.  Those nodes run last
+(``opt/inplace.py``), and before the first of them writes, an update guard
+(``vm.update_guard``) predicts from shapes and indices whether any later node
+fails: a second in-place update given a shape that does not broadcast, an
+index out of bounds, operands of an in-place Gemm that do not fit.  It then
+raises that node's own error before anything is written.  So bad input (of a
+type-compatible but wrong shape, or an index out of range) never changes a
+shared variable.  The guard covers Elemwise, IncSubtensor,
+AdvancedIncSubtensor and the in-place BLAS updates; a failure it cannot
+predict (another op after the first in-place write, or an error that depends
+on the data, such as an integer division by zero) can still leave earlier
+in-place updates written.
 """
 
 import time
@@ -18,7 +33,8 @@ from symgraph.compile.errors import (InputError, MissingInputError, UnusedInputE
 from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 from symgraph.compile.shared import SharedVariable
-from symgraph.compile.vm import VM, ProfileStats, check_steps, debug_check, nan_guard_check
+from symgraph.compile.vm import (VM, ProfileStats, check_steps, debug_check, nan_guard_check,
+                                 update_guard)
 from symgraph.config import config
 from symgraph.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from symgraph.graph.destroy import DestroyHandler
@@ -251,10 +267,11 @@ class FunctionMaker:
             checks.append(nan_guard_check(self.mode))
         if isinstance(self.mode, DebugMode):
             checks.append(debug_check)
+        guard = update_guard(fgraph, order, fgraph.inputs[len(self.in_specs):])
         self.timings["scheduling"] = time.perf_counter() - start
-        native = self._native_program(order, checks)
+        native = self._native_program(order, checks, guard)
         vm = None if native is not None else \
-            VM(fgraph, order, storage, checks=checks, profile=self.profile)
+            VM(fgraph, order, storage, checks=checks, profile=self.profile, guard=guard)
         if self.profile is not None:
             self.profile.compile_time.update(self.timings)
             self.profile.native = native
@@ -263,7 +280,7 @@ class FunctionMaker:
             function.reference = self._reference_function()
         return function
 
-    def _native_program(self, order, checks):
+    def _native_program(self, order, checks, guard=None):
         """The runtime Program for linker c or c|py (None for linker py)."""
         linker = self.mode.linker
         if linker not in ("c", "c|py"):
@@ -276,7 +293,7 @@ class FunctionMaker:
                 raise NoNativeCodeError("linker=c needs a C compiler, and none was found "
                                         "(flag cxx is empty or the compiler is missing)")
             return None
-        extra = check_steps(checks) if checks else None
+        extra = _with_guard(check_steps(checks) if checks else None, guard)
         native = build_program(self.fgraph, order, linker, self.timings, extra)
         if self.profile is not None:
             native.program.set_profile(True)
@@ -290,6 +307,21 @@ class FunctionMaker:
         args = dict(self.args, outputs=outs, updates=None, no_default_updates=True,
                     mode=Mode(optimizer=None), on_unused_input="ignore", profile=False)
         return FunctionMaker(**args).create()
+
+
+def _with_guard(extra_steps, guard):
+    """``extra_steps`` for the native linker, with the update guard as a Python
+    step just before its node."""
+    if guard is None:
+        return extra_steps
+
+    def around(node, slot_of):
+        before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
+        if node is guard.node:
+            before = [(guard, guard.variables)] + list(before)
+        return before, after
+
+    return around
 
 
 def _as_output(o):
@@ -526,6 +558,9 @@ class Function:
         """Raise ``exc`` again naming the node that failed and the user's line."""
         node = self.native.failed_node()
         if node is None:
+            raise exc
+        if getattr(exc, "__symgraph_node__", None) is not None:
+            self.native.program.clear()   # the update guard named its node already
             raise exc
         inputs = self.native.node_input_values(node)
         self.native.program.clear()

@@ -99,6 +99,10 @@ class _View:
         self.__array_interface__ = interface
 
 
+#: What a view-or-copy kernel's view function returns when it needs a copy.
+NO_VIEW = -1
+
+
 def run_kernel(node, inputs, kernel=None):
     """Outputs of ``node`` computed by its native kernel on ``inputs`` (ndarrays)."""
     kernel = kernel or node.op.c_kernel(node)
@@ -111,23 +115,31 @@ def run_kernel(node, inputs, kernel=None):
     out_desc = (SgArray * n_out)()
     err = SgError()
     outputs = [None] * n_out
-    if kernel.kind == "compute":
+    kind = kernel.kind
+    if kind in ("compute", "view_or_copy"):
         shapes = (ctypes.c_int64 * (MAXDIMS * n_out))()
         if lib.k_shape(in_desc, shapes, ctypes.byref(err)):
             raise KernelError(err.kind, err.msg.decode())
+    if kind == "view_or_copy":
+        rc = lib.k_view(in_desc, shapes, out_desc, ctypes.byref(err))
+        if rc not in (0, NO_VIEW):
+            raise KernelError(err.kind, err.msg.decode())
+        kind = "view" if rc == 0 else "compute"
+    if kind == "compute":
         for k, out in enumerate(node.outputs):
             shape = tuple(shapes[k * MAXDIMS + d] for d in range(out.ndim))
             # Garbage in the fresh buffer: a kernel must write every element.
             outputs[k] = np.full(shape, 7, dtype=out.dtype) if out.dtype != "bool" \
                 else np.ones(shape, dtype=bool)
             out_desc[k] = describe(outputs[k])
-    elif kernel.kind == "inplace":
+    elif kind == "inplace":
         for k, i in enumerate(kernel.inplace_of):
             outputs[k] = inputs[i]
             out_desc[k] = describe(inputs[i])
-    if lib.k_run(in_desc, out_desc, ctypes.byref(err)):
-        raise KernelError(err.kind, err.msg.decode())
-    if kernel.kind == "view":
+    if kernel.kind != "view_or_copy" or kind == "compute":
+        if lib.k_run(in_desc, out_desc, ctypes.byref(err)):
+            raise KernelError(err.kind, err.msg.decode())
+    if kind == "view":
         for k, out in enumerate(node.outputs):
             base = inputs[kernel.view_of[k]]
             d = out_desc[k]

@@ -5,7 +5,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.kernel import CKernel
+from symgraph.compile.native.kernel import VIEW_OR_COPY, CKernel
 from symgraph.compile.native.linker import NoNativeCodeError
 from symgraph.graph.basic import Apply, Op
 
@@ -70,6 +70,44 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
     return 0;
 }
 """)
+
+
+HEAD_SOURCE = """
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
+    out_shapes[0] = in[0].shape[0] / 2;
+    return 0;
+}
+int SG_FN(view)(const sg_array *in, const int64_t *out_shapes, sg_array *out, sg_error *err) {
+    if (in[0].shape[0] % 2) return SG_NO_VIEW;
+    out[0].ndim = 1;
+    out[0].shape[0] = out_shapes[0];
+    out[0].strides[0] = in[0].strides[0];
+    out[0].data = in[0].data;
+    return 0;
+}
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
+    for (int64_t i = 0; i < out[0].shape[0]; i++)
+        *(double *)(out[0].data + 8 * i) = *(double *)(in[0].data + in[0].strides[0] * i);
+    return 0;
+}
+"""
+
+
+class Head(Op):
+    """x[:n // 2] as a native "view or copy" kernel: a view for even lengths only."""
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x):
+        x = T.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, out):
+        out[0][0] = inputs[0][:inputs[0].shape[0] // 2]
+
+    def c_kernel(self, node):
+        return CKernel(kind=VIEW_OR_COPY, view_of=(0,), source=HEAD_SOURCE)
 
 
 class NoCode(Op):
@@ -213,3 +251,53 @@ def test_second_function_reuses_cached_kernels():
     compile_([y], NoCode()(Scale(7.0)(y)))  # the same kernel in another function
     after, _ = COMPILE_STATS.snapshot()
     assert before == after
+
+
+def test_view_or_copy_kernel_decides_on_each_call():
+    x = T.dvector("x")
+    y = Scale(1.0)(x)
+    f = compile_([x], [Head()(y), y])
+    held = []
+    for n in (4, 5, 6, 3, 8):
+        head, y_val = f(np.arange(float(n)))
+        np.testing.assert_array_equal(head, np.arange(float(n // 2)))
+        assert np.shares_memory(head, y_val) == (n % 2 == 0)
+        held.append((n, head))
+    for n, head in held:  # no later call wrote into an output the user holds
+        np.testing.assert_array_equal(head, np.arange(float(n // 2)))
+
+
+def test_view_or_copy_slot_reuses_copies_and_keeps_no_view():
+    x = T.dvector("x")
+    f = compile_([x], Scale(2.0)(Head()(Scale(1.0)(x))))
+    slot = f.native.slot_of[f.maker.fgraph.outputs[0].owner.inputs[0]]
+    f(np.ones(5))
+    address = f.native.program.slot(slot).ctypes.data
+    np.testing.assert_array_equal(f(np.ones(5)), [2.0, 2.0])
+    assert f.native.program.slot(slot).ctypes.data == address
+    np.testing.assert_array_equal(f(np.ones(4)), [2.0, 2.0])
+    assert f.native.program.slot(slot) is None  # a view: released with its base
+
+
+def test_view_or_copy_kernel_under_debug_mode():
+    x = T.dvector("x")
+    f = symgraph.function([x], Head()(Scale(1.0)(x)) + 1.0, mode=symgraph.compile.DebugMode())
+    for n in (4, 5):
+        np.testing.assert_array_equal(f(np.zeros(n)), np.ones(n // 2))
+
+
+def test_runtime_refuses_malformed_view_or_copy_steps():
+    from symgraph.compile.native.runtime import load_runtime
+
+    program = load_runtime().Program
+    inputs = ((0, np.dtype("float64").num, 1, ()),)
+
+    def step(kind, *view):
+        return ((0, 1, 1, kind, (0,), (1,), (np.dtype("float64").num,), (1,), (0,)) + view,)
+
+    with pytest.raises(ValueError, match="view function"):
+        program(2, inputs, step(3), (1,))
+    with pytest.raises(ValueError, match="view function"):
+        program(2, inputs, step(3, 0), (1,))
+    with pytest.raises(ValueError, match="unknown kernel kind"):
+        program(2, inputs, step(9), (1,))

@@ -184,13 +184,17 @@ def test_shape_and_shape_i():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "float16"])
-def test_reshape_copies_any_layout(dtype):
+def test_reshape_views_where_numpy_does_and_copies_otherwise(dtype):
     x = T.tensor(dtype, shape=(None, None), name="x")
     shp = T.lvector("shp")
     node = Reshape(3)(x, shp).owner
     for arr in layouts(data((4, 6), dtype)):
-        for new in ([2, 3, 4], [-1, 3, 2], [2, -1, 1], [24, 1, 1], [1, 1, -1]):
-            check(node, [arr, np.array(new)])
+        for new in ([2, 3, 4], [-1, 3, 2], [2, -1, 1], [24, 1, 1], [1, 1, -1], [4, 1, 6]):
+            (got,) = check(node, [arr, np.array(new)])
+            numpy_views = np.shares_memory(np.reshape(arr, new), arr)
+            assert np.shares_memory(got, arr) == numpy_views, (arr.strides, new)
+            if numpy_views:
+                assert inside(got, arr)
 
 
 def test_reshape_zero_sizes_and_scalars():

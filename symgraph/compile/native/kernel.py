@@ -5,6 +5,13 @@ An op with native code implements ``c_kernel(self, node) -> CKernel | None``
 the ABI of ``c_src/sg_kernel.h``: it defines ``int SG_FN(run)(const sg_array
 *in, sg_array *out, sg_error *err)`` and, for compute kernels, ``int
 SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err)``.
+A "view or copy" kernel (VIEW_OR_COPY) exports both and ``int
+SG_FN(view)(const sg_array *in, const int64_t *out_shapes, sg_array *out,
+sg_error *err)``: given the shapes, it describes the outputs as views of
+their base inputs (returns 0) when the inputs' strides, known only at run
+time, allow it, or returns ``SG_NO_VIEW``; the runtime then allocates the
+outputs as for a compute kernel and calls ``run``, which copies (NumPy's
+``reshape`` behaves this way).
 ``SG_FN`` gives each kernel unique symbol names when many kernels are
 compiled into one library; any other file-level name in ``source`` must be
 wrapped in ``SG_FN`` too, or go in ``support`` (shared helpers, defined once
@@ -16,6 +23,7 @@ from dataclasses import dataclass, field
 COMPUTE = "compute"   # the runtime allocates (or reuses) the outputs
 INPLACE = "inplace"   # output k is the array of input inplace_of[k]
 VIEW = "view"         # output k points into the memory of input view_of[k]
+VIEW_OR_COPY = "view_or_copy"  # a view of input view_of[k] when the strides allow, else a copy
 
 
 @dataclass(frozen=True)
@@ -23,8 +31,9 @@ class CKernel:
     """The native implementation of one node.
 
     ``source``: the kernel's C code (see the module docstring).
-    ``kind``: COMPUTE, INPLACE or VIEW.
-    ``view_of``/``inplace_of``: per output, the input index it aliases.
+    ``kind``: COMPUTE, INPLACE, VIEW or VIEW_OR_COPY.
+    ``view_of``/``inplace_of``: per output, the input index it aliases
+    (VIEW_OR_COPY: the input it is a view of, when it is one).
     ``support``: ((key, code), ...) helper definitions shared between kernels.
     ``headers``: extra ``#include`` lines (system headers as ``<math.h>``,
     symgraph's own as ``"sg_loops.h"`` from ``c_src/``).

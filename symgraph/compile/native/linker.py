@@ -20,12 +20,14 @@ import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, assemble, kernel_prefix
 from symgraph.compile.native.compiler import prepare_openmp_environment
-from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
+from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
 from symgraph.compile.native.support_lib import bind_library, set_support_symbol
 from symgraph.config import config
 from symgraph.graph.basic import Constant
 
-_KIND_CODES = {COMPUTE: 0, INPLACE: 1, VIEW: 2}
+_KIND_CODES = {COMPUTE: 0, INPLACE: 1, VIEW: 2, VIEW_OR_COPY: 3}
+#: The aliasing field of each kind: its outputs' base inputs.
+_ALIAS_FIELD = {VIEW: "view_of", VIEW_OR_COPY: "view_of", INPLACE: "inplace_of"}
 KERNEL_FORMAT_VERSION = 1
 
 
@@ -135,9 +137,23 @@ def _symbol_address(lib, name):
     return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
+def kernel_addresses(lib, prefix, kind):
+    """(run, shape, view) addresses of a loaded kernel; 0 for the functions
+    its kind does not export.  An in-place kernel's shape function is
+    optional: the runtime calls it, when there is one, to check the inputs
+    before the kernel writes."""
+    shape = 0
+    if kind in (COMPUTE, VIEW_OR_COPY):
+        shape = _symbol_address(lib, f"{prefix}_shape")
+    elif kind == INPLACE and hasattr(lib, f"{prefix}_shape"):
+        shape = _symbol_address(lib, f"{prefix}_shape")
+    view = _symbol_address(lib, f"{prefix}_view") if kind == VIEW_OR_COPY else 0
+    return _symbol_address(lib, f"{prefix}_run"), shape, view
+
+
 def resolve_kernels(kernels, timings):
-    """{key: (run_address, shape_address)} for ``kernels`` ({key: CKernel}),
-    compiling the ones the cache does not have."""
+    """{key: (run_address, shape_address, view_address)} for ``kernels``
+    ({key: CKernel}), compiling the ones the cache does not have."""
     from symgraph.compile.native.cache import get_cache
 
     cache = get_cache()
@@ -165,8 +181,7 @@ def resolve_kernels(kernels, timings):
     for path, items in by_path.items():
         lib = LOADED.load(path, [k for _, _, k in items])
         for key, prefix, kernel in items:
-            shape = _symbol_address(lib, f"{prefix}_shape") if kernel.kind == COMPUTE else 0
-            addresses[key] = (_symbol_address(lib, f"{prefix}_run"), shape)
+            addresses[key] = kernel_addresses(lib, prefix, kernel.kind)
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
     return addresses
 
@@ -366,13 +381,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
         if key is None:
             steps.append((1, python_step(node), ins, outs))
         else:
-            kernel = kernels[key]
-            run, shape = addresses[key]
-            alias = kernel.view_of if kernel.kind == VIEW else \
-                kernel.inplace_of if kernel.kind == INPLACE else ()
-            steps.append((0, run, shape, _KIND_CODES[kernel.kind], ins, outs,
-                          tuple(np.dtype(o.dtype).num for o in node.outputs),
-                          tuple(o.ndim for o in node.outputs), tuple(alias)))
+            steps.append(_native_step(kernels[key], addresses[key], node, ins, outs))
         step_nodes.append(node)
         for callable_, ins_vars in after:
             steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
@@ -392,6 +401,15 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
     for var in constants:
         program.set_constant(slot_of[var], var.data)
     return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs))
+
+
+def _native_step(kernel, addresses, node, ins, outs):
+    """The runtime's description of a native step (see ``Program`` in runtime.c)."""
+    run, shape, view = addresses
+    alias = getattr(kernel, _ALIAS_FIELD[kernel.kind]) if kernel.kind in _ALIAS_FIELD else ()
+    return (0, run, shape, _KIND_CODES[kernel.kind], ins, outs,
+            tuple(np.dtype(o.dtype).num for o in node.outputs),
+            tuple(o.ndim for o in node.outputs), tuple(alias), view)
 
 
 def _origin(node):

@@ -8,10 +8,12 @@ dropped, dimensions merged where both sides step through them as one), so a
 contiguous block is one ``memcpy`` whatever its rank.  Moves copy bytes by
 element size, so they do not depend on the dtype.
 
-``Reshape`` is a compute kernel that copies: a view kernel cannot fall back to
-a copy when the input's strides do not allow a view, and the input's layout is
-not known when the kernel is generated.  (A "view or copy" kernel kind in the
-runtime would let it return a view, as NumPy does, when it can.)
+``Reshape`` is a "view or copy" kernel (VIEW_OR_COPY): the input's layout is
+known only at run time, so its view function decides on each call, as NumPy's
+``reshape`` does, whether the new shape can be a view of the input (the same
+shape, a contiguous input, or strides that NumPy's no-copy reshape can
+regroup); when not, the runtime allocates a C-contiguous output and the run
+function copies.
 
 Error messages repeat the ops' ``perform`` messages word for word; the
 variable names in them are fixed when the kernel is generated.
@@ -22,7 +24,7 @@ import dataclasses
 import numpy as np
 
 from symgraph.compile.native.c_types import c_type, has_c_type
-from symgraph.compile.native.kernel import COMPUTE, VIEW, CKernel
+from symgraph.compile.native.kernel import COMPUTE, VIEW, VIEW_OR_COPY, CKernel
 
 # ---------------------------------------------------------------------------
 # Support code shared by the shape and index kernels
@@ -247,8 +249,9 @@ def itemsize(dtype):
     return np.dtype(dtype).itemsize
 
 
-def kernel(run, shape=None, kind=COMPUTE, **kw):
-    """A CKernel from the bodies of its run and (compute kernels) shape functions.
+def kernel(run, shape=None, kind=COMPUTE, view=None, **kw):
+    """A CKernel from the bodies of its run, (compute kernels) shape and
+    (view-or-copy kernels) view functions.
 
     The bodies see ``in``, ``out``/``out_shapes`` and ``err``; ``return 0`` is
     appended.
@@ -258,6 +261,10 @@ def kernel(run, shape=None, kind=COMPUTE, **kw):
         src.append("int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {\n"
                    "    (void)in; (void)out_shapes; (void)err;\n"
                    f"{shape or ''}\n    return 0;\n}}\n")
+    if kind == VIEW_OR_COPY:
+        src.append("int SG_FN(view)(const sg_array *in, const int64_t *out_shapes, sg_array *out,"
+                   " sg_error *err) {\n    (void)in; (void)out_shapes; (void)out; (void)err;\n"
+                   f"{view}\n    return 0;\n}}\n")
     src.append("int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {\n"
                "    (void)in; (void)out; (void)err;\n"
                f"{run}\n    return 0;\n}}\n")
@@ -398,8 +405,80 @@ def shape_i_kernel(op, node):
     return kernel(f"    memcpy(out[0].data, &in[0].shape[{op.i}], 8);")
 
 
+_NOCOPY_RESHAPE_KEY = "sg_sh_nocopy_reshape_v1"
+
+_NOCOPY_RESHAPE = r"""
+/* NumPy's test for a view: C-contiguous, size-1 dimensions' strides ignored,
+   and any array without elements. */
+static int sg_sh_viewable_contiguous(const sg_array *a, int64_t itemsize) {
+    return sg_size(a) == 0 || sg_is_c_contiguous(a, itemsize);
+}
+
+/* The strides that show the elements of a (size > 0) in C order under the
+   shape newdims without moving them: NumPy's no-copy reshape.  Runs of old
+   dimensions that map onto runs of new ones must step through memory as one
+   (each stride the next one's times its size); returns 0 when they do not. */
+static int sg_sh_nocopy_strides(const sg_array *a, int newnd, const int64_t *newdims,
+                                int64_t itemsize, int64_t *newstrides) {
+    int64_t olddims[SG_MAXDIMS], oldstrides[SG_MAXDIMS];
+    int oldnd = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->shape[d] == 1) continue;   /* any stride: it is never stepped */
+        olddims[oldnd] = a->shape[d];
+        oldstrides[oldnd++] = a->strides[d];
+    }
+    int oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < newnd && oi < oldnd) {
+        int64_t np_ = newdims[ni], op_ = olddims[oi];
+        while (np_ != op_) {   /* grow the smaller run until both hold as many */
+            if (np_ < op_) {
+                if (nj >= newnd) return 0;
+                np_ *= newdims[nj++];
+            } else {
+                if (oj >= oldnd) return 0;
+                op_ *= olddims[oj++];
+            }
+        }
+        for (int ok = oi; ok < oj - 1; ok++)
+            if (oldstrides[ok] != olddims[ok + 1] * oldstrides[ok + 1]) return 0;
+        newstrides[nj - 1] = oldstrides[oj - 1];
+        for (int nk = nj - 1; nk > ni; nk--) newstrides[nk - 1] = newstrides[nk] * newdims[nk];
+        ni = nj++;
+        oi = oj++;
+    }
+    int64_t last = ni >= 1 ? newstrides[ni - 1] : itemsize;   /* trailing 1s */
+    for (int nk = ni; nk < newnd; nk++) newstrides[nk] = last;
+    return 1;
+}
+"""
+
+
+def _reshape_view(ndim, size):
+    """C of Reshape's view function: NumPy's cases for a view, in its order
+    (the same shape keeps the strides; a contiguous input gets C strides;
+    otherwise the no-copy regrouping), else SG_NO_VIEW."""
+    return f"""    out[0].data = in[0].data;
+    out[0].ndim = {ndim};
+    int same = in[0].ndim == {ndim};
+    for (int d = 0; d < {ndim}; d++) {{
+        out[0].shape[d] = out_shapes[d];
+        same = same && in[0].shape[d] == out_shapes[d];
+    }}
+    if (same) {{
+        for (int d = 0; d < {ndim}; d++) out[0].strides[d] = in[0].strides[d];
+        return 0;
+    }}
+    if (sg_sh_viewable_contiguous(&in[0], {size})) {{
+        sg_sh_c_strides({ndim}, out_shapes, {size}, out[0].strides);
+        return 0;
+    }}
+    if (!sg_sh_nocopy_strides(&in[0], {ndim}, out_shapes, {size}, out[0].strides))
+        return SG_NO_VIEW;"""
+
+
 def reshape_kernel(op, node):
-    """Reshape: a copy into the new shape (see the module docstring)."""
+    """Reshape: a view of the input when NumPy gives one, else a copy into the
+    new shape (a VIEW_OR_COPY kernel, see the module docstring)."""
     if not all_have_c_types(node):
         return None
     ndim, shp_dtype = op.ndim, str(node.inputs[1].dtype)
@@ -440,8 +519,10 @@ def reshape_kernel(op, node):
         sg_sh_put(&m, n == 1 ? ",)" : ")");
         return 1;
     }}"""
-    run = f"    sg_sh_copy_flat(&out[0], &in[0], {itemsize(node.inputs[0].dtype)});"
-    return kernel(run, shape=shape)
+    size = itemsize(node.inputs[0].dtype)
+    run = f"    sg_sh_copy_flat(&out[0], &in[0], {size});"
+    return kernel(run, shape=shape, kind=VIEW_OR_COPY, view=_reshape_view(ndim, size),
+                  view_of=(0,), support=SUPPORT + ((_NOCOPY_RESHAPE_KEY, _NOCOPY_RESHAPE),))
 
 
 # ---------------------------------------------------------------------------
