@@ -246,7 +246,9 @@ class AdvancedIncSubtensor(BaseIncSubtensor):
         if self.set_instead_of_inc:
             out[index] = y
         else:
-            np.add.at(out, _mask_to_nonzero(index), y)
+            # y broadcast first: NumPy's add.at reads garbage when it broadcasts
+            # y itself against an index array of 2 or more dimensions.
+            np.add.at(out, _mask_to_nonzero(index), np.broadcast_to(y, target))
         output_storage[0][0] = out
 
 
@@ -266,6 +268,11 @@ class Nonzero(Op):
             raise ValueError(f"{self}: nonzero of a 0-d tensor is not defined; use "
                              f"nonzero(x.flatten())")
         return Apply(self, [x], [TensorType("int64", shape=(None,))() for _ in range(x.ndim)])
+
+    def c_kernel(self, node):
+        from symgraph.compile.native.index_codegen import nonzero_kernel
+
+        return nonzero_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         for storage, idx in zip(output_storage, np.nonzero(inputs[0])):

@@ -263,15 +263,18 @@ def test_advanced_index_errors_match_perform():
     check_error(x[:, iv].owner, [np.zeros((0, 3, 1)), np.array([5])])
 
 
-def test_unsupported_advanced_forms_run_in_python():
+def test_every_advanced_form_has_a_kernel():
+    """Masks, non-adjacent arrays and partial slices too (tests in test_index_c_forms);
+    only dtypes without a C type (complex) run in Python."""
     x = T.tensor("float64", shape=(None, None, None), name="x")
     iv, jv = T.lvector("iv"), T.lvector("jv")
     mask = T.tensor("bool", shape=(None,), name="mask")
-    for var in [x[mask], x[iv, :, jv], x[1:, iv], x[iv, ::2]]:
-        assert var.owner.op.c_kernel(var.owner) is None
     y = T.vector("y")
-    node = T.inc_subtensor(x[iv, :, jv], y).owner
-    assert node.op.c_kernel(node) is None
+    for var in [x[mask], x[iv, :, jv], x[1:, iv], x[iv, ::2],
+                T.inc_subtensor(x[iv, :, jv], y), T.set_subtensor(x[mask, 1:], y)]:
+        assert var.owner.op.c_kernel(var.owner) is not None
+    z = T.tensor("complex128", shape=(None,), name="z")
+    assert z[iv].owner.op.c_kernel(z[iv].owner) is None
 
 
 # ---------------------------------------------------------------------------

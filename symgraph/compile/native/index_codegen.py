@@ -1,51 +1,177 @@
-"""Native kernels for indexing: Subtensor (a view), IncSubtensor, and the common
-forms of AdvancedSubtensor / AdvancedIncSubtensor.
+"""Native kernels for indexing: Subtensor (a view), IncSubtensor, every form of
+AdvancedSubtensor / AdvancedIncSubtensor, and Nonzero.
 
 Basic indexing follows NumPy exactly: ints wrap once when negative, slices
 clamp as ``slice.indices`` does, an empty slice has start 0 and step 1 (so the
 view's data pointer never leaves the input), and errors are checked left to
-right.  Advanced indexing covers one run of adjacent advanced entries (int
-arrays of any rank, broadcast together, and ints) with full slices around
-them: ``x[iv]``, ``x[iv, jv]``, ``x[:, iv]``, ``x[iv, 3]``.  Other forms
-(boolean masks, non-adjacent arrays, partial slices beside arrays) return None
-and run in Python.  As NumPy, the checks go: ints, then the broadcast of the
-arrays, then every array element (only when the broadcast is not empty).
+right.
 
-Error messages repeat ``perform``'s; an index array of more than 10 elements
-is printed as ``array([...])`` without NumPy's column alignment and dtype.
+Advanced indexing takes any mix of int arrays (of any rank, broadcast
+together), ints, boolean masks and slices (constant or symbolic).  A mask of k
+dimensions stands for its k ``nonzero()`` arrays, as in NumPy: the kernel
+counts its true elements and, before copying, lists their byte offsets into
+x.  The indexed shape is NumPy's: the broadcast index dimensions replace the
+indexed ones when the advanced entries (ints included) are adjacent, and go
+first otherwise.  The checks come in NumPy's order: the masks' shapes, then
+ints and slices left to right, then the broadcast of the arrays, then every
+array element (only when the broadcast is not empty).  Elements are visited
+in C order of the broadcast index, so with repeated indices the last one wins
+for set and increments add in that order: NumPy's order, unless NumPy's
+iterator picks the memory order of operands that are all Fortran-ordered or
+reversed (then a repeated index may keep another value).
+
+Error messages repeat ``perform``'s word for word, index arrays included
+(``tolist()`` up to 10 elements, else NumPy's ``repr``), up to the 511 bytes
+that a kernel's message holds.
 """
+
+import dataclasses
+from collections import namedtuple
 
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
 from symgraph.compile.native.shape_codegen import (SUPPORT, all_have_c_types, c_str, itemsize,
                                                    kernel, read_int)
-from symgraph.ops.subtensor import FULL_SLICE, SYMBOLIC, SliceSpec
-from symgraph.tensor.type import INT_DTYPES
+from symgraph.ops.subtensor import SYMBOLIC, SliceSpec
 
-INDEX_SUPPORT_KEY = "sg_ix_support_v1"
+INDEX_SUPPORT_KEY = "sg_ix_support_v2"
 
 INDEX_SUPPORT_CODE = r"""
-/* ---- symgraph index kernels: printing indices ---- */
+/* ---- symgraph index kernels: printing indices, masks ---- */
+#include <stdlib.h>
+
 typedef int64_t (*sg_ix_reader)(const char *);
 
-/* An int array as Python prints arr.tolist(): nested lists. */
-static void sg_ix_put_list(sg_sh_msg *m, const sg_array *a, sg_ix_reader rd, int dim,
-                           const char *p) {
-    if (dim == a->ndim) { sg_sh_put(m, "%lld", (long long)rd(p)); return; }
+/* An index array as Python prints arr.tolist(): nested lists (of True/False
+   for a mask). */
+static void sg_ix_put_list(sg_sh_msg *m, const sg_array *a, sg_ix_reader rd, int bools,
+                           int dim, const char *p) {
+    if (dim == a->ndim) {
+        int64_t v = rd(p);
+        if (bools) sg_sh_put(m, v ? "True" : "False");
+        else sg_sh_put(m, "%lld", (long long)v);
+        return;
+    }
     sg_sh_put(m, "[");
     for (int64_t i = 0; i < a->shape[dim]; i++) {
         if (i) sg_sh_put(m, ", ");
-        sg_ix_put_list(m, a, rd, dim + 1, p + i * a->strides[dim]);
+        sg_ix_put_list(m, a, rd, bools, dim + 1, p + i * a->strides[dim]);
     }
     sg_sh_put(m, "]");
 }
 
-/* An index array as perform shows it: tolist() up to 10 elements. */
-static void sg_ix_put_array(sg_sh_msg *m, const sg_array *a, sg_ix_reader rd) {
-    int big = sg_size(a) > 10;
-    if (big) sg_sh_put(m, "array(");
-    sg_ix_put_list(m, a, rd, 0, a->data);
-    if (big) sg_sh_put(m, ")");
+/* NumPy's repr() of an index array (linewidth 75, threshold 1000, edgeitems 3,
+   as numpy/_core/arrayprint.py): right-aligned columns, lines wrapped before
+   the width, "..." past 1000 elements.  A first pass measures the values. */
+typedef struct {
+    sg_sh_msg *m;
+    const sg_array *a;
+    sg_ix_reader rd;
+    int bools, measure, summary, width;
+    int64_t lo, hi;   /* the extremes of the shown values (measuring) */
+    int64_t col;      /* the length of the current line */
+} sg_ix_repr;
+
+static void sg_ix_repr_text(sg_ix_repr *r, const char *text) {
+    if (r->measure) return;
+    sg_sh_put(r->m, "%s", text);
+    r->col += (int64_t)strlen(text);
+}
+
+/* A line break: the line loses its trailing spaces, the next starts indented. */
+static void sg_ix_repr_break(sg_ix_repr *r, int64_t indent) {
+    sg_sh_msg *m = r->m;
+    if (m->len + 1 >= sizeof(m->err->msg)) return;  /* full: keep the truncated text */
+    while (m->len > 0 && m->err->msg[m->len - 1] == ' ') m->len--;
+    m->err->msg[m->len] = 0;
+    sg_sh_put(m, "\n%*s", (int)indent, "");
+    r->col = indent;
+}
+
+/* One element (p) or, when p is NULL, the summary's "...", wrapped as NumPy's
+   _extendLine does. */
+static void sg_ix_repr_word(sg_ix_repr *r, const char *p, int64_t hanging, int64_t limit) {
+    int64_t v = p ? r->rd(p) : 0, len = p ? r->width : 3;
+    if (r->measure) {
+        if (p && v < r->lo) r->lo = v;
+        if (p && v > r->hi) r->hi = v;
+        return;
+    }
+    if (r->col + len > limit && r->col > hanging) sg_ix_repr_break(r, hanging);
+    if (!p) sg_sh_put(r->m, "...");
+    else if (r->bools) sg_sh_put(r->m, v ? " True" : "False");
+    else sg_sh_put(r->m, "%*lld", r->width, (long long)v);
+    r->col += len;
+}
+
+/* The sub-array at p from dimension axis on; the output is at column hanging - 1. */
+static void sg_ix_repr_rec(sg_ix_repr *r, const char *p, int axis, int64_t hanging,
+                           int64_t width) {
+    const sg_array *a = r->a;
+    int64_t n = a->shape[axis], step = a->strides[axis];
+    int summary = r->summary && n > 6;
+    int64_t count = summary ? 7 : n;  /* with summary: 3 first, "...", 3 last */
+    int last = axis == a->ndim - 1;
+    sg_ix_repr_text(r, "[");
+    for (int64_t k = 0; k < count; k++) {
+        int64_t i = summary && k > 3 ? n - 7 + k : k;
+        int dots = summary && k == 3;
+        if (last) {
+            if (k) sg_ix_repr_text(r, ", ");
+            sg_ix_repr_word(r, dots ? NULL : p + i * step, hanging, width - 1);
+            continue;
+        }
+        if (k) {
+            sg_ix_repr_text(r, ",");
+            for (int j = axis + 1; j < a->ndim; j++) sg_ix_repr_text(r, "\n");
+            if (!r->measure) { sg_sh_put(r->m, "%*s", (int)hanging, ""); r->col = hanging; }
+        }
+        if (dots) sg_ix_repr_text(r, "...");
+        else sg_ix_repr_rec(r, p + i * step, axis + 1, hanging + 1, width - 1);
+    }
+    sg_ix_repr_text(r, "]");
+}
+
+/* repr(a): its extras are the shape past 1000 elements and the dtype (NULL when
+   the values imply it), moved to a new line when they would pass the width. */
+static void sg_ix_put_repr(sg_sh_msg *m, const sg_array *a, sg_ix_reader rd, int bools,
+                           const char *dtype) {
+    sg_ix_repr r = {m, a, rd, bools, 1, sg_size(a) > 1000, 5, INT64_MAX, INT64_MIN, 0};
+    if (!bools) {
+        char buf[32];
+        sg_ix_repr_rec(&r, a->data, 0, 7, 74);
+        int lo = snprintf(buf, sizeof buf, "%lld", (long long)r.lo);
+        int hi = snprintf(buf, sizeof buf, "%lld", (long long)r.hi);
+        r.width = lo > hi ? lo : hi;
+    }
+    r.measure = 0;
+    sg_ix_repr_text(&r, "array(");
+    sg_ix_repr_rec(&r, a->data, 0, 7, 74);
+    char extra[768];
+    size_t len = 0;
+    extra[0] = 0;
+    if (r.summary) {
+        len += (size_t)snprintf(extra + len, sizeof extra - len, "shape=(");
+        for (int d = 0; d < a->ndim; d++)
+            len += (size_t)snprintf(extra + len, sizeof extra - len, d ? ", %lld" : "%lld",
+                                    (long long)a->shape[d]);
+        len += (size_t)snprintf(extra + len, sizeof extra - len, a->ndim == 1 ? ",)" : ")");
+    }
+    if (dtype)
+        len += (size_t)snprintf(extra + len, sizeof extra - len, "%sdtype=%s",
+                                len ? ", " : "", dtype);
+    if (!len) { sg_sh_put(m, ")"); return; }
+    sg_sh_put(m, ",");
+    if (r.col + 1 + (int64_t)len + 1 + 1 > 75) sg_sh_put(m, "\n      ");
+    else sg_sh_put(m, " ");
+    sg_sh_put(m, "%s)", extra);
+}
+
+/* An index array as perform shows it: tolist() up to 10 elements, else repr(). */
+static void sg_ix_put_array(sg_sh_msg *m, const sg_array *a, sg_ix_reader rd, int bools,
+                            const char *dtype) {
+    if (sg_size(a) > 10) sg_ix_put_repr(m, a, rd, bools, dtype);
+    else sg_ix_put_list(m, a, rd, bools, 0, a->data);
 }
 
 /* A shape as NumPy prints it in broadcast errors: (2,3) (4,) (). */
@@ -55,6 +181,16 @@ static void sg_ix_put_shape_compact(sg_sh_msg *m, const int64_t *shape, int ndim
     sg_sh_put(m, ndim == 1 ? ",)" : ")");
 }
 
+/* Steps *p to the next element of a in C order (idx: the counters). */
+static inline void sg_ix_step(const sg_array *a, int64_t *idx, const char **p) {
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        *p += a->strides[k];
+        if (++idx[k] < a->shape[k]) return;
+        *p -= a->strides[k] * a->shape[k];
+        idx[k] = 0;
+    }
+}
+
 /* The first element of index array a (C order) outside [-n, n), in *bad. */
 static int sg_ix_find_oob(const sg_array *a, sg_ix_reader rd, int64_t n, int64_t *bad) {
     int64_t total = sg_size(a), idx[SG_MAXDIMS] = {0};
@@ -62,14 +198,38 @@ static int sg_ix_find_oob(const sg_array *a, sg_ix_reader rd, int64_t n, int64_t
     for (int64_t e = 0; e < total; e++) {
         int64_t v = rd(p);
         if (v < -n || v >= n) { *bad = v; return 1; }
-        for (int k = a->ndim - 1; k >= 0; k--) {
-            p += a->strides[k];
-            if (++idx[k] < a->shape[k]) break;
-            p -= a->strides[k] * a->shape[k];
-            idx[k] = 0;
-        }
+        sg_ix_step(a, idx, &p);
     }
     return 0;
+}
+
+/* Steps to the next row (every dimension but the last) of a in C order: the
+   row pointer, the counters idx and an offset *off that moves by xs (the
+   strides of another array over the same dimensions).  0 past the last row. */
+static inline int sg_ix_next_row(const sg_array *a, int64_t *idx, const char **row,
+                                 const int64_t *xs, int64_t *off) {
+    for (int k = a->ndim - 2; k >= 0; k--) {
+        *row += a->strides[k];
+        *off += xs[k];
+        if (++idx[k] < a->shape[k]) return 1;
+        *row -= a->strides[k] * a->shape[k];
+        *off -= xs[k] * a->shape[k];
+        idx[k] = 0;
+    }
+    return 0;
+}
+
+/* The byte offsets, by strides xs, of the true elements of mask a (C order):
+   where the mask's nonzero() arrays point. */
+static void sg_ix_mask_offsets(const sg_array *a, const int64_t *xs, int64_t *tab) {
+    if (sg_size(a) == 0) return;
+    int last = a->ndim - 1;
+    int64_t n = a->shape[last], step = a->strides[last], idx[SG_MAXDIMS] = {0}, off = 0;
+    const char *row = a->data;
+    do {
+        for (int64_t i = 0; i < n; i++)
+            if (row[i * step]) *tab++ = off + i * xs[last];
+    } while (sg_ix_next_row(a, idx, &row, xs, &off));
 }
 """
 
@@ -107,6 +267,49 @@ static void sg_ix_inc_{dtype}(const sg_sh_plan *p, char *dst, const char *src) {
     return (f"sg_ix_inc_{dtype}", code)
 
 
+def _nonzero_support(dtype):
+    """(key, code) of ``sg_ix_count_nonzero_<dtype>`` and ``sg_ix_nonzero_<dtype>``
+    (each output k gets dimension k's index of every non-zero element, in C order).
+    NaN counts as non-zero and -0.0 as zero, as in NumPy."""
+    t = c_type(dtype)
+    code = f"""
+static inline int sg_ix_nz_{dtype}(const char *p) {{
+    {t} v;
+    memcpy(&v, p, sizeof v);
+    return v != 0;
+}}
+static int64_t sg_ix_count_nonzero_{dtype}(const sg_array *a) {{
+    if (sg_size(a) == 0) return 0;
+    int last = a->ndim - 1;
+    int64_t n = a->shape[last], step = a->strides[last], idx[SG_MAXDIMS] = {{0}}, off = 0;
+    int64_t count = 0, none[SG_MAXDIMS] = {{0}};
+    const char *row = a->data;
+    do {{
+        for (int64_t i = 0; i < n; i++) count += sg_ix_nz_{dtype}(row + i * step);
+    }} while (sg_ix_next_row(a, idx, &row, none, &off));
+    return count;
+}}
+static void sg_ix_nonzero_{dtype}(const sg_array *a, sg_array *out) {{
+    if (sg_size(a) == 0) return;
+    int last = a->ndim - 1;
+    int64_t n = a->shape[last], step = a->strides[last], idx[SG_MAXDIMS] = {{0}}, off = 0;
+    int64_t e = 0, none[SG_MAXDIMS] = {{0}};
+    const char *row = a->data;
+    do {{
+        for (int64_t i = 0; i < n; i++) {{
+            if (!sg_ix_nz_{dtype}(row + i * step)) continue;
+            idx[last] = i;
+            for (int d = 0; d <= last; d++)
+                memcpy(out[d].data + e * out[d].strides[0], &idx[d], sizeof idx[d]);
+            e++;
+        }}
+        idx[last] = 0;
+    }} while (sg_ix_next_row(a, idx, &row, none, &off));
+}}
+"""
+    return (f"sg_ix_nonzero_{dtype}", code)
+
+
 def _join_tuple(puts):
     """C statements printing a tuple from the statements printing its items."""
     return ' sg_sh_put(&m, ", "); '.join(puts) + (' sg_sh_put(&m, ",");' if len(puts) == 1 else "")
@@ -119,6 +322,40 @@ def _support(*extra):
 
 # ---------------------------------------------------------------------------
 # Basic indexing
+
+
+def _put_slice_or_int(kind, value):
+    """The C statement printing an int (a C expression) or a slice (three C
+    expressions, None where absent) as Python prints it in an index tuple."""
+    items = value if kind == "slice" else [value]
+    fmt = ", ".join("None" if v is None else "%lld" for v in items)
+    args = "".join(f", (long long){v}" for v in items if v is not None)
+    text = f"slice({fmt})" if kind == "slice" else fmt
+    return f'sg_sh_put(&m, "{text}"{args});'
+
+
+def _slice_c(start, stop, step):
+    """C lines declaring ``step``, ``start``, ``stop`` and ``len`` for the slice of C
+    expressions (None where absent) over a dimension of size ``n`` (in scope), as
+    ``slice.indices``; an empty slice gets start 0 and step 1."""
+    lines = [f"        int64_t step = {step or '1'}, start, stop, len;"]
+    if step is not None:
+        lines.append('        if (step == 0) SG_FAIL(err, SG_ERR_VALUE, '
+                     '"slice step cannot be zero");\n'
+                     '        if (step < -INT64_MAX) step = -INT64_MAX;')
+    for name, v, low, high in (("start", start, "0", "n - 1"), ("stop", stop, "n", "-1")):
+        if v is None:
+            default = f"step < 0 ? {high} : {low}" if name == "start" else \
+                "step < 0 ? -1 : n"
+            lines.append(f"        {name} = {default};")
+        else:
+            lines.append(f"""        {name} = {v};
+        if ({name} < 0) {{ {name} += n; if ({name} < 0) {name} = step < 0 ? -1 : 0; }}
+        else if ({name} >= n) {name} = step < 0 ? n - 1 : n;""")
+    lines.append("""        if (step < 0) len = stop < start ? (start - stop - 1) / -step + 1 : 0;
+        else len = start < stop ? (stop - start - 1) / step + 1 : 0;
+        if (len == 0) { start = 0; step = 1; }""")
+    return lines
 
 
 def _basic_index(op, node, first, base, x_name):
@@ -141,14 +378,7 @@ def _basic_index(op, node, first, base, x_name):
         else:
             parts.append(("int", part(entry)))
     # The index tuple as Python prints it, for error messages.
-    put = []
-    for kind, value in parts:
-        items = value if kind == "slice" else [value]
-        fmt = ", ".join("None" if v is None else "%lld" for v in items)
-        args = "".join(f", (long long){v}" for v in items if v is not None)
-        text = f"slice({fmt})" if kind == "slice" else fmt
-        put.append(f'sg_sh_put(&m, "{text}"{args});')
-    put_index = _join_tuple(put)
+    put_index = _join_tuple([_put_slice_or_int(kind, value) for kind, value in parts])
     lines.append(f"    char *data = {base}->data;\n    int od = 0;")
     for dim, (kind, value) in enumerate(parts):
         lines.append(f"    {{\n        int64_t n = {base}->shape[{dim}];")
@@ -166,25 +396,8 @@ def _basic_index(op, node, first, base, x_name):
         data += (i < 0 ? i + n : i) * {base}->strides[{dim}];
     }}""")
             continue
-        start, stop, step = value
-        lines.append(f"        int64_t step = {step or '1'}, start, stop, len;")
-        if step is not None:
-            lines.append('        if (step == 0) SG_FAIL(err, SG_ERR_VALUE, '
-                         '"slice step cannot be zero");\n'
-                         '        if (step < -INT64_MAX) step = -INT64_MAX;')
-        for name, v, low, high in (("start", start, "0", "n - 1"), ("stop", stop, "n", "-1")):
-            if v is None:
-                default = f"step < 0 ? {high} : {low}" if name == "start" else \
-                    "step < 0 ? -1 : n"
-                lines.append(f"        {name} = {default};")
-            else:
-                lines.append(f"""        {name} = {v};
-        if ({name} < 0) {{ {name} += n; if ({name} < 0) {name} = step < 0 ? -1 : 0; }}
-        else if ({name} >= n) {name} = step < 0 ? n - 1 : n;""")
-        lines.append(f"""        if (step < 0) len = stop < start ? (start - stop - 1) / -step + 1 : 0;
-        else len = start < stop ? (stop - start - 1) / step + 1 : 0;
-        if (len == 0) {{ start = 0; step = 1; }}
-        data += start * {base}->strides[{dim}];
+        lines += _slice_c(*value)
+        lines.append(f"""        data += start * {base}->strides[{dim}];
         view.shape[od] = len;
         view.strides[od] = step * {base}->strides[{dim}];
         od++;
@@ -267,245 +480,358 @@ def inc_subtensor_kernel(op, node):
     return kernel(run, shape=shape, kind=kind, support=_support(_inc_support(dtype)), **kw)
 
 
+
+
 # ---------------------------------------------------------------------------
 # Advanced indexing
 
+#: One ``idx_list`` entry of an advanced node.  ``kind``: 'slice' (``value``: the
+#: C expressions of start, stop and step, None where absent), 'int' (a C
+#: expression), 'array' or 'mask' (the input number); ``dim``: the first
+#: dimension of x that it indexes; ``ndim``: how many (a mask's rank, else 1).
+_Entry = namedtuple("_Entry", "kind dim value ndim")
 
-def _advanced_entries(op, node, first):
-    """(p, entries) for the supported forms: entries describe the run of advanced
-    indices starting at dimension p, each ('const', value), ('scalar', input) or
-    ('array', input); None for other forms."""
-    inputs = iter(range(first, len(node.inputs)))
-    kinds = []
-    for entry in op.idx_list:
-        if isinstance(entry, SliceSpec):
-            if entry != FULL_SLICE:
+
+class _AdvancedIndex:
+    """The index of an advanced node, classified when its kernel is generated, and
+    the C that checks it and walks it (see the module docstring).
+
+    The C it writes names: ``q[]`` the scalar index inputs; ``fixed`` the byte
+    offset of the ints and slice starts into the indexed array; ``bshape`` and
+    ``bsize`` the broadcast index shape and size; ``mc<i>`` the true count of the
+    mask of input i; ``ishape`` the indexed shape (``ndim`` dimensions) and
+    ``ixs`` its strides into the indexed array (0 along the broadcast ones).
+    """
+
+    def __init__(self, op, node, first):
+        self.op, self.node, self.x = op, node, node.inputs[0]
+        self.entries, self.reads = self._classify(first)
+        self.arrays = [e for e in self.entries if e.kind == "array"]
+        self.masks = [e for e in self.entries if e.kind == "mask"]
+        self.nb = max([node.inputs[e.value].ndim for e in self.arrays] +
+                      [1 if self.masks else 0])
+        self.layout = self._layout()
+        used = sum(e.ndim for e in self.entries)
+        self.trailing = list(range(used, self.x.ndim))
+        self.ndim = len(self.layout) + len(self.trailing)
+        # The dimensions up to the last broadcast one are walked one by one,
+        # the rest by a copy plan (they are strided dimensions of x).
+        self.n_outer = max(p for p, item in enumerate(self.layout) if item[0] == "b") + 1
+
+    def _classify(self, first):
+        """(entries, reads): the ``_Entry`` list and the C expressions of the
+        scalar inputs (``q[k]`` is reads[k])."""
+        entries, reads, i, dim = [], [], first, 0
+
+        def scalar(part):
+            nonlocal i
+            if part is None:
                 return None
-            kinds.append(None)
-            continue
-        if entry != SYMBOLIC:
-            kinds.append(("const", int(entry)))
-            continue
-        i = next(inputs)
-        var = node.inputs[i]
-        if var.dtype not in INT_DTYPES:  # boolean masks run in Python
-            return None
-        kinds.append(("array" if var.ndim else "scalar", i))
-    positions = [d for d, k in enumerate(kinds) if k is not None]
-    if not positions or positions != list(range(positions[0], positions[-1] + 1)):
-        return None
-    entries = [kinds[d] for d in positions]
-    if not any(k == "array" for k, _ in entries):
-        return None
-    return positions[0], entries
+            if part != SYMBOLIC:
+                return f"{int(part)}LL"
+            reads.append(read_int(self.node.inputs[i].dtype, f"in[{i}].data"))
+            i += 1
+            return f"q[{len(reads) - 1}]"
 
+        for entry in self.op.idx_list:
+            if isinstance(entry, SliceSpec):
+                entries.append(_Entry("slice", dim, tuple(scalar(p) for p in entry), 1))
+            elif entry != SYMBOLIC or self.node.inputs[i].ndim == 0:
+                entries.append(_Entry("int", dim, scalar(entry), 1))
+            else:
+                var = self.node.inputs[i]
+                mask = var.dtype == "bool"
+                entries.append(_Entry("mask" if mask else "array", dim, i,
+                                      var.ndim if mask else 1))
+                i += 1
+            dim += entries[-1].ndim
+        return entries, reads
 
-def _advanced_prelude(op, node, first, p, entries, base):
-    """C checking the ints and the broadcast of the arrays (perform's errors) and
-    setting ``fixed`` (the ints' byte offset into ``base``), ``bshape``/``nb``
-    and ``bsize``."""
-    x_ndim = node.inputs[0].ndim
-    arrays = [(j, i) for j, (k, i) in enumerate(entries) if k == "array"]
-    nb = max(node.inputs[i].ndim for _, i in arrays)
-    # Printing the whole index (for the IndexError of perform).
-    put = []
-    for dim, entry in enumerate(op.idx_list):
-        if isinstance(entry, SliceSpec):
-            put.append('sg_sh_put(&m, "slice(None, None, None)");')
-            continue
-        kind, value = entries[dim - p]
-        if kind == "const":
-            put.append(f'sg_sh_put(&m, "{value}");')
-        elif kind == "scalar":
-            v = read_int(node.inputs[value].dtype, f"in[{value}].data")
-            put.append(f'sg_sh_put(&m, "%lld", (long long){v});')
-        else:
-            put.append(f"sg_ix_put_array(&m, &in[{value}], "
-                       f"sg_ix_rd_{node.inputs[value].dtype});")
-    put_index = _join_tuple(put)
-    fail = f"""sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_INDEX);
-            sg_sh_put(&m, "%s: index (", {c_str(op)}); {put_index}
-            sg_sh_put(&m, ") is out of bounds for %s of shape ", {c_str(node.inputs[0])});
-            sg_sh_put_shape(&m, in[0].shape, {x_ndim});
-            sg_sh_put(&m, " (");"""
-    lines = ["    int64_t fixed = 0;"]
-    for j, (kind, value) in enumerate(entries):
-        if kind == "array":
-            continue
-        v = f"{value}LL" if kind == "const" else read_int(node.inputs[value].dtype,
-                                                         f"in[{value}].data")
-        lines.append(f"""    {{
-        int64_t i = {v}, n = in[0].shape[{p + j}];
+    def _layout(self):
+        """The indexed dimensions before the trailing ones, NumPy's order: ('b', j)
+        for broadcast dimension j, ('slice', dim) for the slice over ``dim``."""
+        adv = [k for k, e in enumerate(self.entries) if e.kind != "slice"]
+        broadcast = [("b", j) for j in range(self.nb)]
+        slices = [(k, ("slice", e.dim)) for k, e in enumerate(self.entries) if e.kind == "slice"]
+        if adv != list(range(adv[0], adv[-1] + 1)):  # not adjacent: broadcast first
+            return broadcast + [item for _, item in slices]
+        return [item for k, item in slices if k < adv[0]] + broadcast + \
+            [item for k, item in slices if k > adv[-1]]
+
+    # -- error messages --------------------------------------------------------
+
+    def _put_index(self):
+        """C statements printing the index as perform shows it."""
+        puts = []
+        for e in self.entries:
+            if e.kind in ("int", "slice"):
+                puts.append(_put_slice_or_int(e.kind, e.value))
+            else:
+                dtype = str(self.node.inputs[e.value].dtype)
+                shown = "NULL" if dtype in ("int64", "bool") else c_str(dtype)  # NumPy's repr
+                puts.append(f"sg_ix_put_array(&m, &in[{e.value}], sg_ix_rd_{dtype}, "
+                            f"{int(e.kind == 'mask')}, {shown});")
+        return _join_tuple(puts)
+
+    def head(self):
+        """C defining ``SG_FN(index_error)``, which starts perform's IndexError
+        message (up to the '(' before NumPy's reason): one copy per kernel."""
+        return f"""static void SG_FN(index_error)(sg_error *err, const sg_array *in,
+                                 const int64_t *q, sg_sh_msg *out) {{
+    sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_INDEX);
+    (void)q;
+    sg_sh_put(&m, "%s: index (", {c_str(self.op)}); {self._put_index()}
+    sg_sh_put(&m, ") is out of bounds for %s of shape ", {c_str(self.x)});
+    sg_sh_put_shape(&m, in[0].shape, {self.x.ndim});
+    sg_sh_put(&m, " (");
+    *out = m;
+}}
+"""
+
+    def _fail(self):
+        """C starting perform's IndexError message in ``m``."""
+        return "sg_sh_msg m; SG_FN(index_error)(err, in, q, &m);"
+
+    def kernel(self, run, **kw):
+        """The CKernel of ``run`` (and ``shape``), with ``head()`` before them."""
+        k = kernel(run, **kw)
+        return dataclasses.replace(k, source=self.head() + k.source)
+
+    # -- checks and the indexed shape ------------------------------------------
+
+    def checks(self, base):
+        """C: every check but the array elements' (in NumPy's order), then the
+        indexed shape; strides and offsets are ``base``'s (an sg_array pointer
+        of x's shape)."""
+        size = max(self.ndim, 1)
+        lines = [f"    int64_t q[{max(len(self.reads), 1)}];"]
+        lines += [f"    q[{k}] = {r};" for k, r in enumerate(self.reads)]
+        lines.append(f"    int64_t fixed = 0, ishape[{size}], ixs[{size}];")
+        lines += [self._mask_shape(e) for e in self.masks]
+        lines += [self._int_or_slice(e, base) for e in self.entries if e.kind in ("int", "slice")]
+        lines.append(self._broadcast())
+        for pos, item in enumerate(self.layout):
+            if item[0] == "b":
+                lines.append(f"    ishape[{pos}] = bshape[{item[1]}]; ixs[{pos}] = 0;")
+        for pos, d in enumerate(self.trailing, len(self.layout)):
+            lines.append(f"    ishape[{pos}] = in[0].shape[{d}]; "
+                         f"ixs[{pos}] = {base}->strides[{d}];")
+        lines.append("    (void)fixed; (void)ixs; (void)bsize;")
+        return "\n".join(lines)
+
+    def _mask_shape(self, e):
+        """C checking that mask ``e`` has the shape of the dimensions it covers."""
+        return f"""    for (int j = 0; j < {e.ndim}; j++) {{
+        int64_t have = in[{e.value}].shape[j], n = in[0].shape[{e.dim} + j];
+        if (have == n) continue;
+        {self._fail()}
+        sg_sh_put(&m, "boolean index did not match indexed array along axis %d; size of axis "
+                      "is %lld but size of corresponding boolean axis is %lld)",
+                  {e.dim} + j, (long long)n, (long long)have);
+        return 1;
+    }}"""
+
+    def _int_or_slice(self, e, base):
+        """C checking an int (adding its offset to ``fixed``) or resolving a slice
+        (its start into ``fixed``, its length and stride into the indexed shape)."""
+        if e.kind == "int":
+            return f"""    {{
+        int64_t i = {e.value}, n = in[0].shape[{e.dim}];
         if (i < -n || i >= n) {{
-            {fail}
-            sg_sh_put(&m, "index %lld is out of bounds for axis {p + j} with size %lld)",
+            {self._fail()}
+            sg_sh_put(&m, "index %lld is out of bounds for axis {e.dim} with size %lld)",
                       (long long)i, (long long)n);
             return 1;
         }}
-        fixed += (i < 0 ? i + n : i) * {base}->strides[{p + j}];
+        fixed += (i < 0 ? i + n : i) * {base}->strides[{e.dim}];
+    }}"""
+        pos = self.layout.index(("slice", e.dim))
+        lines = [f"    {{\n        int64_t n = in[0].shape[{e.dim}];"] + _slice_c(*e.value)
+        lines.append(f"""        fixed += start * {base}->strides[{e.dim}];
+        ishape[{pos}] = len;
+        ixs[{pos}] = step * {base}->strides[{e.dim}];
     }}""")
-    lines.append(f"    int64_t bshape[{nb}];\n    const int nb = {nb};\n    int mismatch = 0;")
-    lines.append(f"    for (int b = 0; b < {nb}; b++) bshape[b] = 1;")
-    for _, i in arrays:
-        nd = node.inputs[i].ndim
-        lines.append(f"""    for (int d = 0; d < {nd}; d++) {{
-        int64_t s = in[{i}].shape[d], *t = &bshape[{nb - nd} + d];
+        return "\n".join(lines)
+
+    def _broadcast(self):
+        """C broadcasting the arrays and the masks' nonzero() arrays (NumPy's
+        IndexError when they do not fit), setting ``bshape`` and ``bsize``."""
+        nb = self.nb
+        lines = [f"    int64_t bshape[{nb}], bsize = 1;\n    int mismatch = 0;",
+                 f"    for (int b = 0; b < {nb}; b++) bshape[b] = 1;"]
+        shapes = []
+        for e in self.entries:
+            if e.kind == "mask":
+                lines.append(f"""    int64_t mc{e.value} = sg_ix_count_nonzero_bool(&in[{e.value}]);
+    {{
+        int64_t s = mc{e.value}, *t = &bshape[{nb - 1}];
+        if (s != 1) {{ if (*t == 1) *t = s; else if (*t != s) mismatch = 1; }}
+    }}""")
+                shapes += [f'sg_sh_put(&m, "(%lld,) ", (long long)mc{e.value});'] * e.ndim
+            elif e.kind == "array":
+                nd = self.node.inputs[e.value].ndim
+                lines.append(f"""    for (int d = 0; d < {nd}; d++) {{
+        int64_t s = in[{e.value}].shape[d], *t = &bshape[{nb - nd} + d];
         if (s == 1) continue;
         if (*t == 1) *t = s; else if (*t != s) mismatch = 1;
     }}""")
-    shapes = " ".join(f'sg_ix_put_shape_compact(&m, in[{i}].shape, {node.inputs[i].ndim}); '
-                      f'sg_sh_put(&m, " ");' for _, i in arrays)
-    lines.append(f"""    if (mismatch) {{
-            {fail}
-            sg_sh_put(&m, "shape mismatch: indexing arrays could not be broadcast "
-                          "together with shapes ");
-            {shapes}
-            sg_sh_put(&m, ")");
-            return 1;
+                shapes.append(f'sg_ix_put_shape_compact(&m, in[{e.value}].shape, {nd}); '
+                              f'sg_sh_put(&m, " ");')
+        lines.append(f"""    if (mismatch) {{
+        {self._fail()}
+        sg_sh_put(&m, "shape mismatch: indexing arrays could not be broadcast "
+                      "together with shapes ");
+        {" ".join(shapes)}
+        sg_sh_put(&m, ")");
+        return 1;
     }}
-    int64_t bsize = 1;
-    for (int b = 0; b < nb; b++) bsize *= bshape[b];
-    (void)fixed; (void)bsize;""")
-    check = []
-    for j, i in arrays:
-        reader = f"sg_ix_rd_{node.inputs[i].dtype}"
-        check.append(f"""        if (sg_ix_find_oob(&in[{i}], {reader}, in[0].shape[{p + j}], &bad)) {{
-            {fail}
-            sg_sh_put(&m, "index %lld is out of bounds for axis {p + j} with size %lld)",
-                      (long long)bad, (long long)in[0].shape[{p + j}]);
+    for (int b = 0; b < {nb}; b++) bsize *= bshape[b];""")
+        return "\n".join(lines)
+
+    def bounds(self):
+        """C checking every array element (NumPy skips this when the broadcast is empty)."""
+        checks = []
+        for e in self.arrays:
+            reader = f"sg_ix_rd_{self.node.inputs[e.value].dtype}"
+            n = f"in[0].shape[{e.dim}]"
+            checks.append(f"""        if (sg_ix_find_oob(&in[{e.value}], {reader}, {n}, &bad)) {{
+            {self._fail()}
+            sg_sh_put(&m, "index %lld is out of bounds for axis {e.dim} with size %lld)",
+                      (long long)bad, (long long)in[0].shape[{e.dim}]);
             return 1;
         }}""")
-    bounds = "    if (bsize > 0) {\n        int64_t bad;\n" + "\n".join(check) + "\n    }"
-    return "\n".join(lines), bounds, nb
+        if not checks:
+            return ""
+        return "    if (bsize > 0) {\n        int64_t bad;\n" + "\n".join(checks) + "\n    }"
 
+    # -- the walk --------------------------------------------------------------
 
-def _advanced_loop(node, p, entries, nb, xside, dense, gather, body1, body):
-    """C iterating the outer dims (< p) and the broadcast index dims: at each
-    position ``xp`` points into ``xside`` (an array of x's shape) at the indexed
-    element and ``dp`` into the data ``dense`` (laid out in the indexed shape,
-    strides ``dstr``); ``body1``/``body`` (element / plan forms) use them.  The
-    inner plan writes ``dense`` when ``gather``, else ``xside``."""
-    x_ndim, k = node.inputs[0].ndim, len(entries)
-    arrays = [(j, i) for j, (kind, i) in enumerate(entries) if kind == "array"]
-    inner = x_ndim - p - k
-    nit = p + nb
-    arr_decl, arr_off, arr_step, arr_back = [], [], [], []
-    for a, (j, i) in enumerate(arrays):
-        nd = node.inputs[i].ndim
-        # Array a's strides over the iteration dims (0 outside its dims, and where it broadcasts).
-        arr_decl.append(f"""    const char *ap{a} = in[{i}].data;
-    int64_t as{a}[{nit}];
-    for (int d = 0; d < {nit}; d++) as{a}[d] = 0;
-    for (int d = 0; d < {nd}; d++)
-        if (in[{i}].shape[d] != 1) as{a}[{p + nb - nd} + d] = in[{i}].strides[d];""")
-        n_j = f"{xside}->shape[{p + j}]"
-        arr_off.append(f"{{ int64_t v = sg_ix_rd_{node.inputs[i].dtype}(ap{a}); "
-                       f"off += (v < 0 ? v + {n_j} : v) * {xside}->strides[{p + j}]; }}")
-        arr_step.append(f"ap{a} += as{a}[k];")
-        arr_back.append(f"ap{a} -= as{a}[k] * cnt_shape[k];")
-    return f"""    int64_t cnt_shape[{max(nit, 1)}], xs[{max(nit, 1)}], cnt[{max(nit, 1)}];
-    for (int d = 0; d < {p}; d++) {{
-        cnt_shape[d] = {xside}->shape[d];
-        xs[d] = {xside}->strides[d];
-    }}
-    for (int b = 0; b < {nb}; b++) {{ cnt_shape[{p} + b] = bshape[b]; xs[{p} + b] = 0; }}
-    int64_t total = 1;
-    for (int d = 0; d < {nit}; d++) {{ total *= cnt_shape[d]; cnt[d] = 0; }}
-{chr(10).join(arr_decl)}
+    def loop(self, xside, dense, dstr, gather, body1, body):
+        """C visiting the indexed elements: at each outer position ``xp`` points at
+        the element of ``xside`` (x's shape) and ``dp`` into ``dense`` (laid out in
+        the indexed shape, byte strides ``dstr``); ``body1``/``body`` (one element /
+        the inner ``plan``) use them.  The plan writes ``dense`` when ``gather``,
+        else ``xside``.  Mask offsets live in a workspace freed at the end."""
+        no, nd = self.n_outer, self.ndim
+        decl, off, step, back = [], [], [], []
+        for e in self.arrays:
+            i, a_nd = e.value, self.node.inputs[e.value].ndim
+            # Array i's strides over the outer dims (0 outside its dims and where it broadcasts).
+            decl.append(f"""    const char *ap{i} = in[{i}].data;
+    int64_t as{i}[{no}] = {{0}};
+    for (int d = 0; d < {a_nd}; d++)
+        if (in[{i}].shape[d] != 1) as{i}[{no - a_nd} + d] = in[{i}].strides[d];""")
+            n = f"{xside}->shape[{e.dim}]"
+            off.append(f"{{ int64_t v = sg_ix_rd_{self.node.inputs[i].dtype}(ap{i}); "
+                       f"off += (v < 0 ? v + {n} : v) * {xside}->strides[{e.dim}]; }}")
+            step.append(f"ap{i} += as{i}[k];")
+            back.append(f"ap{i} -= as{i}[k] * ishape[k];")
+        for e in self.masks:
+            i = e.value
+            decl.append(f"""    const char *mp{i} = (const char *)next;
+    sg_ix_mask_offsets(&in[{i}], {xside}->strides + {e.dim}, next);
+    next += mc{i};
+    int64_t ms{i}[{no}] = {{0}};
+    if (mc{i} != 1) ms{i}[{no - 1}] = sizeof(int64_t);""")
+            off.append(f"{{ int64_t v; memcpy(&v, mp{i}, sizeof v); off += v; }}")
+            step.append(f"mp{i} += ms{i}[k];")
+            back.append(f"mp{i} -= ms{i}[k] * ishape[k];")
+        strides = (f"{dstr} + {no}, ixs + {no}") if gather else (f"ixs + {no}, {dstr} + {no}")
+        return f"""{self._workspace()}
+{chr(10).join(decl)}
+    int64_t cnt[{no}] = {{0}}, total = 1;
+    for (int d = 0; d < {no}; d++) total *= ishape[d];
     sg_sh_plan plan;
-    sg_sh_plan_init(&plan, {inner}, {xside}->shape + {p + k},
-                    {_plan_strides(gather, xside, p, k, nb)});
+    sg_sh_plan_init(&plan, {nd - no}, ishape + {no}, {strides});
     char *xo = {xside}->data + fixed;
     char *dp = (char *)({dense});
     for (int64_t e = 0; e < total; e++) {{
         int64_t off = 0;
-        {" ".join(arr_off)}
+        {" ".join(off)}
         char *xp = xo + off;
         if (plan.ndim == 0) {{ {body1} }} else {{ {body} }}
-        for (int k = {nit} - 1; k >= 0; k--) {{
-            xo += xs[k]; dp += dstr[k]; {" ".join(arr_step)}
-            if (++cnt[k] < cnt_shape[k]) break;
-            xo -= xs[k] * cnt_shape[k]; dp -= dstr[k] * cnt_shape[k]; {" ".join(arr_back)}
+        for (int k = {no} - 1; k >= 0; k--) {{
+            xo += ixs[k]; dp += {dstr}[k]; {" ".join(step)}
+            if (++cnt[k] < ishape[k]) break;
+            xo -= ixs[k] * ishape[k]; dp -= {dstr}[k] * ishape[k]; {" ".join(back)}
             cnt[k] = 0;
         }}
-    }}"""
+    }}
+    {"free(tab);" if self.masks else ""}
+"""
 
+    def _workspace(self):
+        """C allocating ``tab``: the byte offsets of every mask's true elements."""
+        if not self.masks:
+            return ""
+        count = " + ".join(f"mc{e.value}" for e in self.masks)
+        return f"""    int64_t *tab = (int64_t *)malloc((size_t)({count} + 1) * sizeof(int64_t));
+    if (!tab) SG_FAIL(err, SG_ERR_MEMORY, "%s: cannot allocate the offsets of %lld mask "
+                      "elements", {c_str(self.op)}, (long long)({count}));
+    int64_t *next = tab;"""
 
-def _plan_strides(gather, xside, p, k, nb):
-    """The (ds, ss) arguments of the inner plan."""
-    x_inner = f"{xside}->strides + {p + k}"
-    d_inner = f"dstr + {p + nb}"
-    return f"{d_inner}, {x_inner}" if gather else f"{x_inner}, {d_inner}"
+    def support(self, *extra):
+        """The kernel's support code: shared helpers, ``extra``, then the readers of
+        the index dtypes (and mask counting)."""
+        dtypes = sorted({str(self.node.inputs[e.value].dtype) for e in self.arrays + self.masks})
+        counting = (_nonzero_support("bool"),) if self.masks else ()
+        return _support(*extra, *counting, *[_reader_support(d) for d in dtypes])
 
 
 def advanced_subtensor_kernel(op, node):
-    """AdvancedSubtensor for the forms of the module docstring (None for others)."""
+    """AdvancedSubtensor, every form (see the module docstring): a gather into a
+    new array."""
     if not all_have_c_types(node):
         return None
-    found = _advanced_entries(op, node, 1)
-    if found is None:
-        return None
-    p, entries = found
-    prelude, bounds, nb = _advanced_prelude(op, node, 1, p, entries, "(&in[0])")
-    x_ndim, k = node.inputs[0].ndim, len(entries)
+    ix = _AdvancedIndex(op, node, 1)
     size = itemsize(node.inputs[0].dtype)
-    out_ndim = p + nb + x_ndim - p - k
-    shape = f"""{prelude}
-    int od = 0;
-    for (int d = 0; d < {p}; d++) out_shapes[od++] = in[0].shape[d];
-    for (int b = 0; b < nb; b++) out_shapes[od++] = bshape[b];
-    for (int d = {p + k}; d < {x_ndim}; d++) out_shapes[od++] = in[0].shape[d];"""
-    loop = _advanced_loop(node, p, entries, nb, "(&in[0])", "out[0].data", True,
-                          f"memcpy(dp, xp, {size});", f"sg_sh_copy(&plan, dp, xp, {size});")
-    run = f"""{prelude}
-{bounds}
+    shape = f"""{ix.checks("(&in[0])")}
+    for (int d = 0; d < {ix.ndim}; d++) out_shapes[d] = ishape[d];"""
+    loop = ix.loop("(&in[0])", "out[0].data", "out[0].strides", True,
+                   f"memcpy(dp, xp, {size});", f"sg_sh_copy(&plan, dp, xp, {size});")
+    run = f"""{ix.checks("(&in[0])")}
+{ix.bounds()}
     if (sg_size(&out[0]) == 0) return 0;
-    const int64_t *dstr = out[0].strides;
-    (void){out_ndim};
 {loop}"""
-    return kernel(run, shape=shape, support=_support(*_readers(node, entries)))
-
-
-def _readers(node, entries):
-    """Support code reading each index dtype of ``entries``."""
-    dtypes = sorted({str(node.inputs[i].dtype) for kind, i in entries if kind != "const"})
-    return [_reader_support(d) for d in dtypes]
+    return ix.kernel(run, shape=shape, support=ix.support())
 
 
 def advanced_inc_subtensor_kernel(op, node):
-    """AdvancedIncSubtensor (np.add.at, or assignment where the last repeated index
-    wins) for the forms of the module docstring (None for others)."""
+    """AdvancedIncSubtensor, every form: x copied (unless in place), then y added
+    at the indexed elements as ``np.add.at`` does (repeated indices accumulate) or
+    stored (the last repeated index wins)."""
     if not all_have_c_types(node):
         return None
-    found = _advanced_entries(op, node, 2)
-    if found is None:
-        return None
-    p, entries = found
+    ix = _AdvancedIndex(op, node, 2)
     dtype, size = str(node.inputs[0].dtype), itemsize(node.inputs[0].dtype)
     kind, kw = _update_kind(op)
-    x_ndim, k = node.inputs[0].ndim, len(entries)
-    prelude, bounds, nb = _advanced_prelude(op, node, 2, p, entries, "(&out[0])")
-    t_ndim = p + nb + x_ndim - p - k
     if op.set_instead_of_inc:
         body1, body = f"memcpy(xp, dp, {size});", f"sg_sh_copy(&plan, xp, dp, {size});"
     else:
         body1, body = f"sg_ix_inc1_{dtype}(xp, dp);", f"sg_ix_inc_{dtype}(&plan, xp, dp);"
     run = f"""{_copy_input(node, kind)}
-{prelude}
-{bounds}
-    int64_t target[SG_MAXDIMS];
-    {{
-        int od = 0;
-        for (int d = 0; d < {p}; d++) target[od++] = in[0].shape[d];
-        for (int b = 0; b < nb; b++) target[od++] = bshape[b];
-        for (int d = {p + k}; d < {x_ndim}; d++) target[od++] = in[0].shape[d];
-    }}
-{_value_check(op, node, "target", t_ndim)}
+{ix.checks("(&out[0])")}
+{ix.bounds()}
+{_value_check(op, node, "ishape", ix.ndim)}
     int64_t tsize = 1;
-    for (int d = 0; d < {t_ndim}; d++) tsize *= target[d];
+    for (int d = 0; d < {ix.ndim}; d++) tsize *= ishape[d];
     if (tsize == 0) return 0;
-    const int64_t *dstr = ys;
-{_advanced_loop(node, p, entries, nb, "(&out[0])", "in[1].data", False, body1, body)}"""
-    shape = f"    for (int d = 0; d < {x_ndim}; d++) out_shapes[d] = in[0].shape[d];"
-    support = _support(_inc_support(dtype), *_readers(node, entries))
-    return kernel(run, shape=shape, kind=kind, support=support, **kw)
+{ix.loop("(&out[0])", "in[1].data", "ys", False, body1, body)}"""
+    shape = f"    for (int d = 0; d < {node.inputs[0].ndim}; d++) out_shapes[d] = in[0].shape[d];"
+    return ix.kernel(run, shape=shape, kind=kind, support=ix.support(_inc_support(dtype)), **kw)
+
+
+# ---------------------------------------------------------------------------
+# Nonzero
+
+
+def nonzero_kernel(op, node):
+    """Nonzero: one int64 vector per dimension of x, the indices of its non-zero
+    elements in C order (a first pass counts them, for the output shapes)."""
+    if not all_have_c_types(node):
+        return None
+    dtype, ndim = str(node.inputs[0].dtype), node.inputs[0].ndim
+    shape = f"""    int64_t count = sg_ix_count_nonzero_{dtype}(&in[0]);
+    for (int k = 0; k < {ndim}; k++) out_shapes[k * SG_MAXDIMS] = count;"""
+    run = f"    sg_ix_nonzero_{dtype}(&in[0], out);"
+    return kernel(run, shape=shape, support=_support(_nonzero_support(dtype)))
