@@ -255,14 +255,30 @@ def compare_with_perform(node, input_copies, outputs):
 # runs that node's ``perform`` on copies, which raises the node's own error.
 
 
-def _elemwise_fails(node, values):
-    """True when the inputs' shapes do not broadcast as the op's types allow."""
+def _elemwise_check(node):
+    """fails(node, values) for an Elemwise node: True when the inputs' shapes do
+    not broadcast as the op's types allow.  The dimensions that must agree are
+    found once, here, since the guard runs on every call."""
+    groups = []
     for d in range(node.outputs[0].ndim):
-        sizes = {v.shape[d] for var, v in zip(node.inputs, values)
-                 if not var.type.broadcastable[d]}
-        if len(sizes) > 1:
-            return True
-    return False
+        positions = [i for i, var in enumerate(node.inputs) if not var.type.broadcastable[d]]
+        if len(positions) > 1:
+            groups.append((d, positions[0], tuple(positions[1:])))
+    if all(d == k for k, (d, _, _) in enumerate(groups)) and len(groups) == node.outputs[0].ndim \
+            and all(len(rest) == len(node.inputs) - 1 for _, _, rest in groups):
+        # No input broadcasts anywhere (the usual update, w - lr * g): equal shapes.
+        def fails(node, values):
+            shape = values[0].shape
+            return any(v.shape != shape for v in values)
+        return fails
+
+    def fails(node, values):
+        for d, first, rest in groups:
+            size = values[first].shape[d]
+            if any(values[i].shape[d] != size for i in rest):
+                return True
+        return False
+    return fails
 
 
 def _inc_subtensor_fails(node, values):
@@ -305,7 +321,7 @@ def _predictor(node):
 
     op = node.op
     if isinstance(op, Elemwise):
-        return _elemwise_fails, frozenset()
+        return _elemwise_check(node), frozenset()
     if isinstance(op, (IncSubtensor, AdvancedIncSubtensor)):
         return _inc_subtensor_fails, frozenset(range(2, len(node.inputs)))
     if isinstance(op, (Gemm, Gemv, Ger)):
