@@ -47,8 +47,8 @@ class Scale(Op):
         return CKernel(source=f"#define FACTOR {factor!r}\n{SCALE_SOURCE}#undef FACTOR\n")
 
 
-class Reverse(Op):
-    """x[::-1] as a native view kernel."""
+class _ViewOfInput(Op):
+    """An op whose one output, of its input's type, views its input."""
 
     __props__ = ()
     view_map = {0: [0]}
@@ -56,6 +56,10 @@ class Reverse(Op):
     def make_node(self, x):
         x = T.as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
+
+
+class Reverse(_ViewOfInput):
+    """x[::-1] as a native view kernel."""
 
     def perform(self, node, inputs, out):
         out[0][0] = inputs[0][::-1]
@@ -93,15 +97,8 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
 """
 
 
-class Head(Op):
+class Head(_ViewOfInput):
     """x[:n // 2] as a native "view or copy" kernel: a view for even lengths only."""
-
-    __props__ = ()
-    view_map = {0: [0]}
-
-    def make_node(self, x):
-        x = T.as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, out):
         out[0][0] = inputs[0][:inputs[0].shape[0] // 2]
