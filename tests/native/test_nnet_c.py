@@ -16,7 +16,7 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.compile.native.linker import node_kernel
-from symgraph.compile.native.nnet_codegen import BLOCK, COLS
+from symgraph.compile.native.nnet_codegen import BLOCK, COLS, STREAM_BYTES
 from symgraph.ops import nnet, nnet_loss
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 
@@ -160,6 +160,21 @@ def test_long_rows_and_wide_panels(op, rng):
     _check(col, [np.ascontiguousarray(a.T) for a in inputs])   # panels of columns
     x3 = (rng.standard_normal((3, 11, 2 * COLS + 1))).astype("float32")
     _check(_node(op, "float32", 3, 1), _inputs(op, x3, rng))
+
+
+@pytest.mark.parametrize("dtype,shape", [("float32", (1100, 1024)), ("float64", (520, 1031))])
+def test_large_softmax_streamed_rows_keep_their_bits(dtype, shape, rng):
+    """Outputs of STREAM_BYTES or more are stored past the cache (the float64
+    rows of 1031 elements start off 64-byte boundaries): each row has the bits
+    it has in a small output, and the values match perform."""
+    assert np.prod(shape) * np.dtype(dtype).itemsize >= STREAM_BYTES
+    node = _node("softmax", dtype, 2, -1)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    (big,) = run_kernel(node, [x])
+    for rows in (slice(0, 3), slice(shape[0] - 5, shape[0])):
+        (small,) = run_kernel(node, [x[rows]])
+        np.testing.assert_array_equal(big[rows], small)
+    _check(node, [x])
 
 
 def test_grad_shape_mismatch_message(rng):
