@@ -281,21 +281,25 @@ def _elemwise_check(node):
     return fails
 
 
-def _inc_subtensor_fails(node, values):
-    """True when the index is out of bounds or the value does not fit x[index]."""
+def _inc_subtensor_check(node):
+    """fails(node, values) for an (Advanced)IncSubtensor node: True when the
+    index is out of bounds or the value does not fit x[index].  The imports
+    and the op's kind are settled once, here, since the guard runs every call."""
     from symgraph.ops.subtensor import IncSubtensor, check_runtime_value, index_from_pattern
 
-    x, y = values[0], values[1]
-    index = index_from_pattern(node.op.idx_list, values[2:])
-    if isinstance(node.op, IncSubtensor):
-        index = index + (Ellipsis,)
-    try:
-        # Zero strides: indexing reads no data and allocates nothing of x's size.
-        target = np.broadcast_to(np.zeros((), dtype=np.int8), x.shape)[index].shape
-        check_runtime_value(node.op, node, target, y)
-    except (IndexError, ValueError, TypeError):
-        return True
-    return False
+    trailing = (Ellipsis,) if isinstance(node.op, IncSubtensor) else ()
+
+    def fails(node, values):
+        x, y = values[0], values[1]
+        index = index_from_pattern(node.op.idx_list, values[2:]) + trailing
+        try:
+            # Zero strides: indexing reads no data and allocates nothing of x's size.
+            target = np.broadcast_to(np.zeros((), dtype=np.int8), x.shape)[index].shape
+            check_runtime_value(node.op, node, target, y)
+        except (IndexError, ValueError, TypeError):
+            return True
+        return False
+    return fails
 
 
 def _blas_update_fails(node, values):
@@ -323,7 +327,7 @@ def _predictor(node):
     if isinstance(op, Elemwise):
         return _elemwise_check(node), frozenset()
     if isinstance(op, (IncSubtensor, AdvancedIncSubtensor)):
-        return _inc_subtensor_fails, frozenset(range(2, len(node.inputs)))
+        return _inc_subtensor_check(node), frozenset(range(2, len(node.inputs)))
     if isinstance(op, (Gemm, Gemv, Ger)):
         return _blas_update_fails, frozenset()
     return None

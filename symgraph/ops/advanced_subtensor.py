@@ -166,7 +166,7 @@ class AdvancedSubtensor(BaseSubtensor):
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=shape)()])
 
     def c_kernel(self, node):
-        from symgraph.compile.native.index_codegen import advanced_subtensor_kernel
+        from symgraph.compile.native.advanced_index_codegen import advanced_subtensor_kernel
 
         return advanced_subtensor_kernel(self, node)
 
@@ -229,7 +229,7 @@ class AdvancedIncSubtensor(BaseIncSubtensor):
     str_prefix = "Advanced"
 
     def c_kernel(self, node):
-        from symgraph.compile.native.index_codegen import advanced_inc_subtensor_kernel
+        from symgraph.compile.native.advanced_index_codegen import advanced_inc_subtensor_kernel
 
         return advanced_inc_subtensor_kernel(self, node)
 
@@ -270,7 +270,7 @@ class Nonzero(Op):
         return Apply(self, [x], [TensorType("int64", shape=(None,))() for _ in range(x.ndim)])
 
     def c_kernel(self, node):
-        from symgraph.compile.native.index_codegen import nonzero_kernel
+        from symgraph.compile.native.advanced_index_codegen import nonzero_kernel
 
         return nonzero_kernel(self, node)
 
