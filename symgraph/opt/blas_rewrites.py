@@ -104,9 +104,9 @@ def _decompose(fgraph, var, dtype, depth=0):
     sign, scalars = 1, []
     while depth < 8 and var.owner is not None and var.dtype == dtype:
         node = var.owner
-        inner = None
+        inner, step_sign, step_scalars = None, 1, []
         if is_elemwise(node, sb.Neg):
-            sign, inner = -sign, node.inputs[0]
+            step_sign, inner = -1, node.inputs[0]
         elif is_elemwise(node, sb.Mul):
             tensors = [i for i in node.inputs if not all(i.type.broadcastable)]
             if len(tensors) == 2 and tensors[0].ndim == 2:
@@ -116,10 +116,13 @@ def _decompose(fgraph, var, dtype, depth=0):
                     return sign, scalars, pair
             if len(tensors) != 1 or tensors[0].ndim != var.ndim:
                 break
-            scalars += [_as_scalar(i) for i in node.inputs if i is not tensors[0]]
+            step_scalars = [_as_scalar(i) for i in node.inputs if i is not tensors[0]]
             inner = tensors[0]
         if inner is None or not _only_client(fgraph, inner):
+            # Stop at ``var``: it is the base, and the factors of this node stay
+            # inside it.  Taking them as scalars too would apply them twice.
             break
+        sign, scalars = sign * step_sign, scalars + step_scalars
         var, depth = inner, depth + 1
     return sign, scalars, var
 
