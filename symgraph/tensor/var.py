@@ -34,6 +34,12 @@ def _shape():
     return shape
 
 
+def _comparison(result):
+    """Mark the result of a comparison operator as having no truth value."""
+    result._is_nonzero = False
+    return result
+
+
 class _TensorOperators:
     """Operators shared by every tensor-typed variable."""
 
@@ -59,10 +65,10 @@ class _TensorOperators:
     def __rmatmul__(self, other): return _blas().matmul(other, self)
 
     # -- comparisons and logic ----------------------------------------------
-    def __lt__(self, other): return _math().lt(self, other)
-    def __le__(self, other): return _math().le(self, other)
-    def __gt__(self, other): return _math().gt(self, other)
-    def __ge__(self, other): return _math().ge(self, other)
+    def __lt__(self, other): return _comparison(_math().lt(self, other))
+    def __le__(self, other): return _comparison(_math().le(self, other))
+    def __gt__(self, other): return _comparison(_math().gt(self, other))
+    def __ge__(self, other): return _comparison(_math().ge(self, other))
     def __and__(self, other): return _math().and_(self, other)
     def __rand__(self, other): return _math().and_(other, self)
     def __or__(self, other): return _math().or_(self, other)
@@ -76,9 +82,17 @@ class _TensorOperators:
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
+    # Theano's rule: a variable is true (so `if not W:` tests for None), except
+    # the result of <, <=, >, >=, which raises so that `a < b < c` (Python's
+    # `(a < b) and (b < c)`) cannot silently drop a comparison.
+    _is_nonzero = True
+
     def __bool__(self):
-        raise TypeError("a symbolic variable has no truth value; use symgraph.ifelse or "
-                        "T.switch for conditions on values")
+        if self._is_nonzero:
+            return True
+        raise TypeError("the result of a symbolic comparison has no truth value (a chained "
+                        "comparison such as a < b < c needs T.and_(a < b, b < c)); use "
+                        "symgraph.ifelse or T.switch for conditions on values")
 
     def __iter__(self):
         raise TypeError("a symbolic tensor cannot be iterated; index it or use T.split")
