@@ -572,8 +572,11 @@ add_flag("compiledir", "Per-user folder of the compile cache.", PathParam(_defau
 add_flag("compile_cache_size_mb", "Size cap of the compile cache, in MiB.", IntParam(2048, min=0))
 add_flag("compile_no_compile", "Make any compilation an error (proves a warm cache).",
          BoolParam(False))
+# Not in the key by its text: the compiler's signature (its resolved path and
+# version) is, so a cache filled with g++ on PATH still serves a process that
+# finds no compiler (cache_keys.compiler_identity).
 add_flag("cxx", "C++ compiler command; empty means no C code (Python only).",
-         StrParam(lambda: shutil.which("g++") or ""), in_c_key=True)
+         StrParam(lambda: shutil.which("g++") or ""))
 add_flag("gcc.cxxflags", "Extra flags passed to the C++ compiler.", StrParam(""), in_c_key=True)
 add_flag("openmp", "Use OpenMP in generated C code.", BoolParam(False), in_c_key=True)
 # the threshold is compiled into the fused loops, so it is part of the key

@@ -285,16 +285,29 @@ class FunctionMaker:
         linker = self.mode.linker
         if linker not in ("c", "c|py"):
             return None
+        from symgraph.compile.native.compiler import CompileError
         from symgraph.compile.native.linker import (NoNativeCodeError, build_program,
-                                                    native_available)
+                                                    native_available, python_only_chosen,
+                                                    warn_no_compiler)
 
-        if not native_available():
-            if linker == "c":
-                raise NoNativeCodeError("linker=c needs a C compiler, and none was found "
-                                        "(flag cxx is empty or the compiler is missing)")
-            return None
         extra = _with_guard(check_steps(checks) if checks else None, guard)
-        native = build_program(self.fgraph, order, linker, self.timings, extra)
+        if native_available():
+            native = build_program(self.fgraph, order, linker, self.timings, extra)
+        elif python_only_chosen():
+            if linker == "c":
+                raise NoNativeCodeError("linker=c needs a C compiler, and the flag cxx is "
+                                        "empty (a Python-only configuration)")
+            return None
+        else:
+            # The compiler is missing: what the cache holds still runs natively.
+            warn_no_compiler()
+            try:
+                native = build_program(self.fgraph, order, linker, self.timings, extra,
+                                       compile=False)
+            except CompileError as exc:
+                if linker == "c":
+                    raise NoNativeCodeError(f"linker=c needs a C compiler: {exc}") from None
+                return None
         if self.profile is not None:
             native.program.set_profile(True)
         return native

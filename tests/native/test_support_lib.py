@@ -93,9 +93,9 @@ def test_kernels_carry_no_shared_helper_code():
     kernels = []
     orig = linker.resolve_kernels
 
-    def spy(found, timings):
+    def spy(found, timings, *args):
         kernels.extend(found.values())
-        return orig(found, timings)
+        return orig(found, timings, *args)
 
     linker.resolve_kernels, saved = spy, linker.resolve_kernels
     try:

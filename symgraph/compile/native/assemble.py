@@ -14,8 +14,23 @@ def kernel_prefix(index):
     return f"sgk{index}"
 
 
-def assemble(kernels):
-    """C source for ``kernels``, a list of (prefix, CKernel)."""
+#: The symbol through which a library says which kernels it holds.
+MANIFEST_SYMBOL = "sg_library_manifest"
+
+
+def manifest_source(entries):
+    """C defining :data:`MANIFEST_SYMBOL`: one ``"<kernel key> <prefix>"`` line per
+    (key, prefix) of ``entries``.  The linker reads it back after loading, so an
+    index record that names the wrong library or prefix is a miss, never a call
+    into another kernel's code."""
+    text = "".join(f"{key} {prefix}\\n" for key, prefix in entries)
+    return (f'__attribute__((visibility("default"))) const char {MANIFEST_SYMBOL}[] = '
+            f'"{text}";\n')
+
+
+def assemble(kernels, manifest=()):
+    """C source for ``kernels``, a list of (prefix, CKernel); ``manifest``, the
+    (key, prefix) of each, becomes the library's :data:`MANIFEST_SYMBOL`."""
     headers, support, bodies = [], {}, []
     for prefix, kernel in kernels:
         for header in kernel.headers:
@@ -28,4 +43,6 @@ def assemble(kernels):
     lines += [f"#include {h}" for h in headers if h not in ("<math.h>", "<stdlib.h>")]
     lines += [code for code in support.values()]
     lines += bodies
+    if manifest:
+        lines.append(manifest_source(manifest))
     return "\n".join(lines) + "\n"

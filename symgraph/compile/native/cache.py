@@ -8,6 +8,7 @@ Layout under the root (the ``compiledir`` flag, created 0700)::
     locks/<key>.lock            one lock file per key (fcntl.flock)
     tmp/                        builds in progress, and entries being deleted
     index/<name>.json           small JSON records (the kernel index)
+    generated/, tuning/         files other modules keep here (:meth:`ModuleCache.private_folder`)
 
 Keys are content addresses: :func:`make_key` hashes named parts (the source,
 the compiler, flags, CPU, NumPy, Python and symgraph versions, the flags that
@@ -26,9 +27,13 @@ Rules, and why:
   compiler leaves only a folder in ``tmp/``, removed when older than an hour.
 - A root or entry folder (or lib.so) that another user owns or that group or
   others may write is refused (:class:`CacheSecurityError`): whoever can write
-  there can make this process load their code.
+  there can make this process load their code.  Everything created here is
+  private (0700 folders, 0600 files) whatever the umask.
+- A library is loaded (:meth:`ModuleCache.load`) while its key's lock is held,
+  shared for a hit, exclusive for a build; pruning removes only entries whose
+  lock it can take at once, so it never removes a library being loaded.
 - After a build, least recently used entries are pruned down to
-  ``compile_cache_size_mb``, never the entry just built.
+  ``compile_cache_size_mb``, never the entry just built nor one in use.
 """
 
 import contextlib
@@ -120,8 +125,6 @@ class ModuleCache:
         self._mutex = threading.Lock()
         self._thread_locks = {}  # key -> threading.Lock, only where fcntl is missing
         self.hits = 0            # loads of complete entries without building
-        self._known_bytes = None  # the cache's size at the last scan, plus our builds
-        self._scanned_at = 0.0    # time.monotonic() of that scan
         self.builds = 0          # entries this object built
         self.ensure_root()
 
@@ -230,16 +233,19 @@ class ModuleCache:
     # -- building
 
     @contextlib.contextmanager
-    def _key_lock(self, key):
+    def _key_lock(self, key, shared=False):
+        """The key's lock: exclusive to build, shared to load a built entry."""
         if fcntl is None:
             with self._mutex:
-                lock = self._thread_locks.setdefault(key, threading.Lock())
+                lock = self._thread_locks.setdefault(key, threading.RLock())
             with lock:
                 yield
             return
-        fd = os.open(self.root / "locks" / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(os.path.join(self._root_str, "locks", f"{key}.lock"),
+                     os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # a dead holder's lock is released by the OS
+            # a dead holder's lock is released by the OS
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the flock
@@ -260,29 +266,47 @@ class ModuleCache:
             return lib
         self.ensure_root()  # a miss is slow anyway: check the subfolders too
         with self._key_lock(key):
-            status, lib = self._check_entry(key)  # another process may have built it
-            if status == OK:
-                self.hits += 1
-                return lib
-            if status == CORRUPT:
-                _log.warning("compile cache entry %s is incomplete or corrupt: "
-                             "rebuilding it", self.entry_dir(key))
-                self._remove(self.entry_dir(key))
-            lib, nbytes = self._build(key, build_fn, parts, what)
-        self._enforce_cap(keep=key, added=nbytes)
+            lib, nbytes = self._build_locked(key, build_fn, parts, what)
+        self._enforce_cap(keep=key)
         return lib
 
-    def load(self, key, build_fn, loader=ctypes.CDLL, parts=None, what=None):
-        """``loader(path of lib.so)`` for entry ``key``, built if needed.  Retries once
-        if the library vanished between the check and the load (another process
-        pruned or cleared it)."""
-        for attempt in (0, 1):
-            lib = self.get_or_build(key, build_fn, parts=parts, what=what)
-            try:
+    def _build_locked(self, key, build_fn, parts, what):
+        """(lib path, bytes added) of entry ``key``, built unless another process
+        built it meanwhile.  The caller holds the key's exclusive lock."""
+        status, lib = self._check_entry(key)
+        if status == OK:
+            self.hits += 1
+            return lib, 0
+        if status == CORRUPT:
+            _log.warning("compile cache entry %s is incomplete or corrupt: "
+                         "rebuilding it", self.entry_dir(key))
+            self._remove(self.entry_dir(key))
+        return self._build(key, build_fn, parts, what)
+
+    def load(self, key, build_fn=None, loader=ctypes.CDLL, parts=None, what=None):
+        """``loader(path of lib.so)`` for entry ``key``, built first if needed, or
+        None when it is missing and ``build_fn`` is None.
+
+        The load happens while the key's lock is held (shared for a hit,
+        exclusive right after a build), so that no process prunes the library
+        between the check and the load.  Pruning runs after the load: a loaded
+        library stays mapped even once its file is gone.
+        """
+        self._check_root()
+        with self._key_lock(key, shared=True):
+            status, lib = self._check_entry(key)
+            if status == OK:
+                self.hits += 1
                 return loader(str(lib))
-            except OSError:
-                if attempt or lib.exists():
-                    raise
+        if build_fn is None:
+            return None
+        self.ensure_root()
+        with self._key_lock(key):
+            lib, nbytes = self._build_locked(key, build_fn, parts, what)
+            result = loader(str(lib))
+        if nbytes:
+            self._enforce_cap(keep=key)
+        return result
 
     def _build(self, key, build_fn, parts, what):
         tmp = Path(tempfile.mkdtemp(prefix=f"build-{key[:16]}-{os.getpid()}-",
@@ -294,14 +318,14 @@ class ModuleCache:
             if not lib.is_file():
                 raise CacheError(f"the build of cache entry {key} wrote no {LIB_NAME} "
                                  f"in {tmp}")
-            for path in tmp.iterdir():  # a umask of 002 must not make entries unsafe
+            for path in tmp.iterdir():  # whatever the umask, entries are private
                 mode = stat.S_IMODE(path.lstat().st_mode)
-                if mode & 0o022 and not path.is_symlink():
-                    path.chmod(mode & ~0o022)
+                if mode & 0o077 and not path.is_symlink():
+                    path.chmod(mode & ~0o077)
             size, digest = lib.stat().st_size, _sha256_file(lib)
             meta = {"format": CACHE_FORMAT, "key": key, "size": size, "sha256": digest,
                     "created": time.time(), "parts": summarize_parts(parts)}
-            (tmp / META_NAME).write_text(json.dumps(meta, indent=1, sort_keys=True))
+            _write_private(tmp / META_NAME, json.dumps(meta, indent=1, sort_keys=True))
             nbytes = sum(path.lstat().st_size for path in tmp.iterdir())
             self._place(key, tmp)
         except compiler.CompileError as exc:
@@ -381,43 +405,45 @@ class ModuleCache:
         for entry in entries:
             if total <= max_bytes:
                 break
-            if entry.key in keep:
+            if entry.key in keep or not _KEY_RE.fullmatch(entry.key):
                 continue
-            if self._remove(entry.path):
+            gone = self._remove_unless_busy(entry)
+            if gone is None:
+                continue  # in use: prune it another time
+            if gone:
                 removed.append(entry)
-                self._drop_lock_file(entry.key)
             total -= entry.size
-        self._known_bytes, self._scanned_at = total, time.monotonic()
         return removed
 
-    def _drop_lock_file(self, key):
-        """Unlink a pruned key's lock file unless someone holds it, so that ``locks/``
-        does not grow forever.  A process that opened it just before still builds
-        safely: two builders of one key are resolved in :meth:`_place`."""
+    def _remove_unless_busy(self, entry):
+        """Remove a pruned entry unless its lock is held (a process is loading or
+        building it): True when removed, False when it was gone already, None when
+        it is in use.  The lock file goes too, unlinked while
+        held, so that ``locks/`` does not grow forever; a process that opened it
+        just before finds the entry gone once it gets the lock, and rebuilds."""
         if fcntl is None:
-            return
+            return self._remove(entry.path)
+        lock = os.path.join(self._root_str, "locks", f"{entry.key}.lock")
         try:
-            fd = os.open(os.path.join(self._root_str, "locks", f"{key}.lock"), os.O_RDWR)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
-            return
+            return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.unlink(os.path.join(self._root_str, "locks", f"{key}.lock"))
-        except OSError:
-            pass  # held: a build of this key is running
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return None
+            removed = self._remove(entry.path)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            return removed
         finally:
             os.close(fd)
 
-    def _enforce_cap(self, keep, added):
-        from symgraph.config import config
-
-        # a scan stats every entry: skip it while the size known from the last scan
-        # (under a minute old: other processes add entries too) plus what this
-        # process built since stays under the cap
-        if (self._known_bytes is not None and time.monotonic() - self._scanned_at < 60
-                and self._known_bytes + added <= config.compile_cache_size_mb * 2**20):
-            self._known_bytes += added
-            return
+    def _enforce_cap(self, keep):
+        # Every build scans (a stat per entry: milliseconds, against a compile's
+        # tenths of a second), so that the cap holds once all processes stop:
+        # an estimate kept per process would miss what the others added.
         try:
             removed = self.prune(keep=keep)
         except OSError as exc:  # pruning is housekeeping: never fail a build over it
@@ -454,7 +480,6 @@ class ModuleCache:
         self.clean_tmp(max_age=300)  # spare the build folders of running builds
         with self._mutex:
             self._verified.clear()
-        self._known_bytes = None
         return count
 
     def stats(self):
@@ -475,6 +500,43 @@ class ModuleCache:
             "index_records": sum(1 for _ in os.scandir(self.root / "index")),
             "tmp_folders": sum(1 for _ in os.scandir(self.root / "tmp")),
         }
+
+    # -- folders other modules keep in the cache
+
+    def private_folder(self, *names):
+        """``root/names...``, each level created 0700 when missing and refused
+        (:class:`CacheSecurityError`) when another user owns it or may write it:
+        whatever is there is compiled or trusted by this process."""
+        self._check_root()
+        path = self._root_str
+        for name in names:
+            if not name or name in (".", "..") or "/" in name:
+                raise CacheError(f"bad folder name {name!r} in the compile cache")
+            path = os.path.join(path, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(path, 0o700)
+                st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode):
+                raise CacheSecurityError(f"refusing to use {path} in the compile cache: it "
+                                         "is not a folder (a link or a file is there)")
+            self._check_stat(path, st, "folder")
+        return Path(path)
+
+    def check_private_file(self, path):
+        """Refuse (:class:`CacheSecurityError`) a file another user owns or may
+        write, or a link; True when ``path`` exists, False when it does not."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            raise CacheSecurityError(f"refusing to use {path} in the compile cache: it is "
+                                     "not a plain file")
+        self._check_stat(path, st, "file")
+        return True
 
     # -- the kernel index
 
@@ -515,6 +577,28 @@ class ModuleCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def _write_private(path, text):
+    """Write ``text`` to a new file ``path`` readable and writable by its owner
+    only, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_private_atomic(path, text):
+    """Replace ``path`` with a private (0600) file holding ``text``: written to
+    a temporary name in the same folder, then renamed (readers see either file)."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _scandirs(path):

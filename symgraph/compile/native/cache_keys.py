@@ -5,7 +5,8 @@ import sys
 
 from symgraph.compile.native import compiler
 
-__all__ = ["CACHE_FORMAT", "make_key", "environment_parts", "summarize_parts"]
+__all__ = ["CACHE_FORMAT", "make_key", "environment_parts", "summarize_parts",
+           "compiler_identity"]
 
 #: Bump when the cache layout or the meaning of an entry changes.
 CACHE_FORMAT = "1"
@@ -35,10 +36,11 @@ def environment_parts(openmp=False):
     import symgraph
     from symgraph.config import config
 
+    signature = compiler_identity()
     return {
         "format": CACHE_FORMAT,
-        "compiler": compiler.compiler_signature(),
-        "flags": " ".join(compiler.base_flags(openmp)),
+        "compiler": signature,
+        "flags": " ".join(compiler.base_flags(openmp, clang="clang" in signature.lower())),
         "cpu": compiler.cpu_signature(),
         "numpy": ".".join(numpy.__version__.split(".")[:2]),
         "python": f"{sys.implementation.cache_tag} {sys.version_info[0]}."
@@ -46,6 +48,42 @@ def environment_parts(openmp=False):
         "symgraph": symgraph.__version__,
         "config": repr(config.c_key()),
     }
+
+
+_remembered = set()   # (compiledir, cxx, signature) recorded by this process
+
+
+def compiler_identity():
+    """The compiler's signature (:func:`compiler.compiler_signature`), the key part
+    that names the compiler.
+
+    Each compiledir remembers the signature of the compiler that ``cxx`` named
+    when it last was found; when it is missing now (not on PATH), that
+    signature is used, so that the kernels it built still load: a warm cache
+    runs natively without a compiler.  Raises CompileError when the compiler is
+    missing and the compiledir never saw it.
+    """
+    from symgraph.compile.native.cache import get_cache
+    from symgraph.config import config
+
+    cache = get_cache()
+    # by default cxx is whatever g++ PATH gives, and empty when there is none
+    chosen = config.source("cxx") != "default"
+    name = f"compiler-signature:{config.cxx if chosen else '<default>'}"
+    try:
+        signature = compiler.compiler_signature()
+    except compiler.CompileError:
+        record = cache.lookup(name) if config.cxx or not chosen else None
+        if record is None or not isinstance(record.get("signature"), str):
+            raise
+        return record["signature"]
+    seen = (str(cache.root), config.cxx, signature)
+    if seen not in _remembered:
+        record = cache.lookup(name)
+        if record is None or record.get("signature") != signature:
+            cache.record(name, {"signature": signature})
+        _remembered.add(seen)
+    return signature
 
 
 def summarize_parts(parts):

@@ -231,13 +231,14 @@ def _is_clang():
         return False
 
 
-def base_flags(openmp=False):
+def base_flags(openmp=False, clang=None):
     """The compiler flags (a tuple) for a library, without include folders:
-    what the cache key must hash."""
+    what the cache key must hash.  ``clang`` (default: asked of the compiler)
+    says whether the compiler is clang."""
     from symgraph.config import config
 
     flags = list(BASE_FLAGS)
-    if not _is_clang():
+    if not (_is_clang() if clang is None else clang):
         flags += GCC_FLAGS
     if mvec_available():
         # glibc's vector math library: kernels declare its SIMD variants of

@@ -47,7 +47,6 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 __all__ = ["IMPLS", "SOURCES", "Choice", "choices", "choices_for", "describe",
            "timings_run", "reset", "tuning_dir", "load", "store", "disk_key",
@@ -152,13 +151,11 @@ def reset():
 # -- the tuning cache on disk ---------------------------------------------------------
 
 def tuning_dir():
-    """``<compiledir>/tuning``, created (0700) when missing."""
-    from symgraph.config import config
+    """``<compiledir>/tuning``, created (0700) when missing, refused when another
+    user owns it or may write it (its records choose the code that runs)."""
+    from symgraph.compile.native.cache import get_cache
 
-    root = Path(os.path.abspath(os.path.expanduser(str(config.compiledir))))
-    path = root / "tuning"
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
+    return get_cache().private_folder("tuning")
 
 
 def _key_parts(shape_key):

@@ -14,11 +14,13 @@ import ctypes
 import functools
 import hashlib
 import os
+import re
+import threading
 import time
 
 import numpy as np
 
-from symgraph.compile.native.assemble import C_SRC, assemble, kernel_prefix
+from symgraph.compile.native.assemble import C_SRC, MANIFEST_SYMBOL, assemble, kernel_prefix
 from symgraph.compile.native.compiler import prepare_openmp_environment
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
 from symgraph.compile.native.support_lib import bind_library, set_support_symbol
@@ -29,20 +31,68 @@ _KIND_CODES = {COMPUTE: 0, INPLACE: 1, VIEW: 2, VIEW_OR_COPY: 3}
 #: The aliasing field of each kind: its outputs' base inputs.
 _ALIAS_FIELD = {VIEW: "view_of", VIEW_OR_COPY: "view_of", INPLACE: "inplace_of"}
 KERNEL_FORMAT_VERSION = 1
+_LIB_KEY_RE = re.compile(r"[0-9a-f]{64}")   # make_key's sha256
+_PREFIX_RE = re.compile(r"sgk[0-9]{1,6}")   # assemble.kernel_prefix
 
 
 class NoNativeCodeError(TypeError):
     """linker=c was asked for, and a node has no native kernel."""
 
 
+def python_only_chosen():
+    """True when the user set the flag ``cxx`` to an empty string (no native
+    code, no warning); an empty default means g++ was not found."""
+    return not config.cxx and config.source("cxx") != "default"
+
+
 def native_available():
-    """True when a C compiler is configured (``cxx`` not empty)."""
+    """True when a C compiler is configured (``cxx`` not empty) and found."""
     from symgraph.compile.native.compiler import compiler_command
 
     try:
         return bool(config.cxx) and compiler_command() is not None
     except Exception:
         return False
+
+
+class NoCompilerWarning(UserWarning):
+    """No C compiler was found although the flag ``cxx`` names one."""
+
+
+_warned_no_compiler = False
+
+
+def warn_no_compiler():
+    """Warn, once per process, that functions run without a C compiler."""
+    global _warned_no_compiler
+    if _warned_no_compiler:
+        return
+    _warned_no_compiler = True
+    import warnings
+
+    warnings.warn(
+        f"symgraph: no C compiler was found ({_compiler_wanted()}). Kernels the compile cache already holds run natively; every other "
+        "node runs in Python, typically 10 to 30 times slower. Install a C compiler "
+        "(gcc), or set the flag cxx to an empty string to choose Python-only execution "
+        "without this warning.", NoCompilerWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` that makes a warning name the first frame outside
+    symgraph: the user's line that asked for a function."""
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _compiler_wanted():
+    if config.cxx:
+        return f"the flag cxx={config.cxx!r}, nor gcc or cc on PATH"
+    return "no g++, gcc or cc on PATH, so the flag cxx defaulted to ''"
 
 
 def node_kernel(node):
@@ -92,24 +142,47 @@ def _kernel_key(kernel, environments=None):
                     **environments[kernel.openmp])
 
 
+class KernelLibrary:
+    """A loaded library of kernels: its cache key, the ctypes handle and what its
+    manifest (``assemble.MANIFEST_SYMBOL``) says it holds, {kernel key: prefix}."""
+
+    def __init__(self, key, lib):
+        self.key, self.lib = key, lib
+        try:
+            cell = ctypes.c_char.in_dll(lib, MANIFEST_SYMBOL)
+        except ValueError:  # not a kernel library of this version
+            self.manifest = {}
+            return
+        text = ctypes.string_at(ctypes.addressof(cell)).decode("ascii", "replace")
+        self.manifest = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+
+    def holds(self, key, prefix):
+        """True when the library was built with kernel ``key`` under ``prefix``."""
+        return self.manifest.get(key) == prefix
+
+
 class LoadedLibraries:
-    """Libraries loaded by this process, by path (each loaded and set up once:
-    its ``sg_sup`` pointed at the shared support library's table, its global
-    pointers in ``CKernel.symbols`` set)."""
+    """Kernel libraries loaded by this process, by compile cache and library key
+    (each loaded once; the libraries of deleted functions stay mapped, as
+    ctypes never unloads)."""
 
     def __init__(self):
         self.libs = {}
+        self._lock = threading.Lock()
 
-    def load(self, path, kernels):
-        path = str(path)
-        lib = self.libs.get(path)
+    def open(self, cache, lib_key, build_fn=None, openmp=False, what=None):
+        """The KernelLibrary of entry ``lib_key``, built first when missing and
+        ``build_fn`` is given; None when it is missing (or damaged) and not."""
+        where = (str(cache.root), lib_key)
+        lib = self.libs.get(where)
         if lib is None:
-            if any(kernel.openmp for kernel in kernels):
+            if openmp:  # before the OpenMP runtime is first loaded
                 prepare_openmp_environment()
-            lib = ctypes.CDLL(path)
-            self.libs[path] = lib
-        for kernel in kernels:
-            set_kernel_symbols(lib, kernel)
+            loaded = cache.load(lib_key, build_fn, what=what)
+            if loaded is None:
+                return None
+            with self._lock:
+                lib = self.libs.setdefault(where, KernelLibrary(lib_key, loaded))
         return lib
 
 
@@ -151,37 +224,61 @@ def kernel_addresses(lib, prefix, kind):
     return _symbol_address(lib, f"{prefix}_run"), shape, view
 
 
-def resolve_kernels(kernels, timings):
+def _index_ref(cache, key):
+    """(library key, prefix) that the kernel index records for ``key``, or None:
+    a record of another shape (damaged, tampered with, an older format) is a miss."""
+    entry = cache.lookup(key)
+    if entry is None:
+        return None
+    lib_key, prefix = entry.get("lib"), entry.get("prefix")
+    if (isinstance(lib_key, str) and isinstance(prefix, str) and _LIB_KEY_RE.fullmatch(lib_key)
+            and _PREFIX_RE.fullmatch(prefix)):
+        return lib_key, prefix
+    return None
+
+
+def resolve_kernels(kernels, timings, compile=True):
     """{key: (run_address, shape_address, view_address)} for ``kernels``
-    ({key: CKernel}), compiling the ones the cache does not have."""
+    ({key: CKernel}), compiling the ones the cache does not have (with
+    ``compile`` false, those are left out of the result).
+
+    The index says which library holds a kernel under which prefix; the library
+    is trusted only for the kernels its own manifest lists, so a wrong record is
+    a miss: compiled again and recorded anew."""
     from symgraph.compile.native.cache import get_cache
 
     cache = get_cache()
-    found, missing = {}, {}
+    found, missing, wanted = {}, {}, {}
     for key, kernel in kernels.items():
-        entry = cache.lookup(key)
-        if entry is not None and entry.get("lib"):
-            path = cache.get(entry["lib"])
-            if path is not None:
-                found[key] = (path, entry["prefix"], kernel)
-                continue
-        missing[key] = kernel
-    if missing:
+        ref = _index_ref(cache, key)
+        if ref is None:
+            missing[key] = kernel
+        else:
+            wanted.setdefault(ref[0], []).append((key, ref[1]))
+    start = time.perf_counter()
+    for lib_key, items in wanted.items():
+        lib = LOADED.open(cache, lib_key, openmp=any(kernels[k].openmp for k, _ in items))
+        for key, prefix in items:
+            if lib is not None and lib.holds(key, prefix):
+                found[key] = (lib, prefix)
+            else:
+                missing[key] = kernels[key]
+    timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
+    if missing and compile:
         start = time.perf_counter()
-        for path, group in zip(_compile_in_parallel(cache, missing), _groups(missing)):
+        for lib, group in zip(_compile_in_parallel(cache, missing), _groups(missing)):
             for key, prefix in group:
-                cache.record(key, {"lib": path.parent.name, "prefix": prefix})
-                found[key] = (path, prefix, missing[key])
+                if not lib.holds(key, prefix):
+                    raise RuntimeError(f"the library built for kernel {key} does not "
+                                       f"hold it (its manifest: {sorted(lib.manifest)})")
+                cache.record(key, {"lib": lib.key, "prefix": prefix})
+                found[key] = (lib, prefix)
         timings["compile"] = timings.get("compile", 0.0) + time.perf_counter() - start
     start = time.perf_counter()
     addresses = {}
-    by_path = {}
-    for key, (path, prefix, kernel) in found.items():
-        by_path.setdefault(str(path), []).append((key, prefix, kernel))
-    for path, items in by_path.items():
-        lib = LOADED.load(path, [k for _, _, k in items])
-        for key, prefix, kernel in items:
-            addresses[key] = kernel_addresses(lib, prefix, kernel.kind)
+    for key, (lib, prefix) in found.items():
+        set_kernel_symbols(lib.lib, kernels[key])
+        addresses[key] = kernel_addresses(lib.lib, prefix, kernels[key].kind)
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
     return addresses
 
@@ -270,14 +367,14 @@ def _groups(missing):
 
 
 def _compile_in_parallel(cache, missing):
-    """The library path of each group of ``_groups(missing)``, in order."""
+    """The loaded KernelLibrary of each group of ``_groups(missing)``, in order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from symgraph.compile.native.cache import environment_parts, make_key
     from symgraph.compile.native.compiler import compile_library
 
     def build_group(group):
-        source = assemble([(prefix, missing[key]) for key, prefix in group])
+        source = assemble([(prefix, missing[key]) for key, prefix in group], manifest=group)
         openmp = any(missing[key].openmp for key, _ in group)
         lib_key = make_key(source=source, headers=_headers_digest(),
                            kernels=",".join(k for k, _ in group),
@@ -286,7 +383,7 @@ def _compile_in_parallel(cache, missing):
         def build(tmp_dir):
             compile_library(source, tmp_dir / "lib.so", openmp=openmp)
 
-        return cache.get_or_build(lib_key, build, what=f"{len(group)} kernels")
+        return LOADED.open(cache, lib_key, build, openmp=openmp, what=f"{len(group)} kernels")
 
     groups = _groups(missing)
     if len(groups) == 1:
@@ -312,8 +409,10 @@ def python_step(node):
 class NativeProgram:
     """A runtime Program and what the Function needs to drive it."""
 
-    def __init__(self, program, order, slot_of, step_nodes, n_inputs):
+    def __init__(self, program, order, slot_of, step_nodes, n_inputs, python_nodes=()):
         self.program = program
+        #: the nodes run by their Python ``perform`` (no native kernel)
+        self.python_nodes = list(python_nodes)
         self.order = order
         self.slot_of = slot_of
         self.step_nodes = step_nodes
@@ -327,12 +426,13 @@ class NativeProgram:
         return [self.program.slot(self.slot_of[v]) for v in node.inputs]
 
 
-def build_program(fgraph, order, linker, timings, extra_steps=None):
+def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True):
     """A NativeProgram running ``order`` over ``fgraph``.
 
     ``linker`` is 'c' (every node must have native code) or 'c|py'.
     ``extra_steps(node, slot_of) -> (before, after)`` lets DebugMode and
-    NanGuardMode add Python check steps around each node.
+    NanGuardMode add Python check steps around each node.  With ``compile``
+    false (no compiler), kernels the cache lacks run their nodes in Python.
     """
     from symgraph.compile.native.runtime import load_runtime
 
@@ -367,9 +467,13 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
         kernels[key] = kernel
         node_keys[node] = key
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start
-    addresses = resolve_kernels(kernels, timings) if kernels else {}
+    addresses = resolve_kernels(kernels, timings, compile) if kernels else {}
+    if linker == "c" and len(addresses) < len(kernels):
+        node = next(n for n, k in node_keys.items() if k not in addresses)
+        raise NoNativeCodeError(f"linker=c: the kernel of {node}{_origin(node)} is not in "
+                                "the compile cache, and no C compiler was found to build it")
 
-    steps, step_nodes = [], []
+    steps, step_nodes, python_nodes = [], [], []
     for node in order:
         before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
         for callable_, ins in before:
@@ -378,8 +482,9 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
         ins = tuple(slot_of[v] for v in node.inputs)
         outs = tuple(slot_of[v] for v in node.outputs)
         key = node_keys.get(node)
-        if key is None:
+        if key is None or key not in addresses:
             steps.append((1, python_step(node), ins, outs))
+            python_nodes.append(node)
         else:
             steps.append(_native_step(kernels[key], addresses[key], node, ins, outs))
         step_nodes.append(node)
@@ -400,7 +505,8 @@ def build_program(fgraph, order, linker, timings, extra_steps=None):
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
-    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs))
+    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
+                         python_nodes)
 
 
 def _native_step(kernel, addresses, node, ins, outs):

@@ -80,12 +80,15 @@ def _cached_runtime():
         compile_library(source, tmp_dir / "lib.so",
                         include_dirs=(sysconfig.get_paths()["include"], np.get_include()))
 
-    path = get_cache().get_or_build(_runtime_key(), build, what="the native runtime")
-    loader = importlib.machinery.ExtensionFileLoader("symgraph_runtime", str(path))
-    spec = importlib.util.spec_from_file_location("symgraph_runtime", str(path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    def load_module(path):
+        loader = importlib.machinery.ExtensionFileLoader("symgraph_runtime", path)
+        spec = importlib.util.spec_from_file_location("symgraph_runtime", path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+
+    return get_cache().load(_runtime_key(), build, loader=load_module,
+                            what="the native runtime")
 
 
 def load_runtime():

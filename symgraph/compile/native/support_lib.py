@@ -178,14 +178,30 @@ def generate():
     return "\n".join(header) + "\n", "\n".join(source) + "\n"
 
 
-def write_files(folder):
+def write_files(folder, cache=None):
     """Write the generated header and source into ``folder``/support (each file
-    through a temporary name and a rename: concurrent writers are safe)."""
+    through a temporary name and a rename: concurrent writers are safe).
+
+    With ``cache`` (a ModuleCache holding ``folder``), the folders and files are
+    private and checked: they are compiled into every kernel, so a file that
+    another user could write there would be code injection."""
     header, source = generate()
     target = Path(folder) / "support"
-    target.mkdir(parents=True, exist_ok=True)
+    if cache is None:
+        target.mkdir(parents=True, exist_ok=True)
+    else:
+        # imported here: setup.py loads this module by path, with the standard
+        # library only
+        from symgraph.compile.native.cache import write_private_atomic
+
+        target = cache.private_folder(*target.relative_to(cache.root).parts)
     for name, text in ((HEADER_NAME, header), (SOURCE_NAME, source)):
         path = target / name
+        if cache is not None:
+            if cache.check_private_file(path) and path.read_text(encoding="utf-8") == text:
+                continue
+            write_private_atomic(path, text)
+            continue
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue
         tmp = path.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -218,11 +234,11 @@ def generated_dir():
     current sources, written on first use; kernels find the header there."""
     from symgraph.compile.native.cache import get_cache
 
-    root = Path(get_cache().root)
-    key = (str(root), support_source_hash())
+    cache = get_cache()
+    key = (str(cache.root), support_source_hash())
     if key not in _DIRS:
-        folder = root / "generated" / key[1][:24]
-        write_files(folder)
+        folder = cache.private_folder("generated", key[1][:24])
+        write_files(folder, cache=cache)
         _DIRS[key] = folder
     return _DIRS[key]
 
@@ -274,8 +290,7 @@ def _cached():
         text = f'#define SG_SUPPORT_SOURCE_HASH "{ident}"\n#line 1 "{SOURCE_NAME}"\n' + source
         compile_library(text, tmp_dir / "lib.so", include_dirs=(generated_dir() / "support",))
 
-    path = get_cache().get_or_build(key, build, what="the shared support library")
-    return ctypes.CDLL(str(path))
+    return get_cache().load(key, build, what="the shared support library")
 
 
 def load_support():
