@@ -66,6 +66,8 @@ def _config(argv):
             return 2
         infos = [info for info in infos if info.name in set(args.names)]
     print(f"# rc files: {', '.join(config.rc_files) or '(none)'}")
+    if config.rc_files_missing:
+        print(f"# rc files skipped (they do not exist): {', '.join(config.rc_files_missing)}")
     width = max(len(info.name) for info in infos)
     vwidth = min(24, max(len(_format_value(info.value)) for info in infos))
     for info in infos:

@@ -8,13 +8,14 @@ Values come from four sources; a later one wins::
 
     defaults  <  rc files  <  SYMGRAPH_FLAGS  <  code
 
-rc files are the ``os.pathsep``-separated list in ``SYMGRAPHRC`` (later files win), else
-``~/.symgraphrc`` when it exists.  They are INI files: ``[global]`` holds plain flags
+rc files are the ``os.pathsep``-separated list in ``SYMGRAPHRC`` (later files win; files
+that do not exist are skipped, as Theano does), else ``~/.symgraphrc`` when it exists.  They are INI files: ``[global]`` holds plain flags
 (``floatX = float32``) and a section such as ``[dnn.conv]`` holds the flags under that
 prefix (``algo_fwd = fft`` means ``dnn.conv.algo_fwd``).  ``SYMGRAPH_FLAGS`` is
 ``name=value`` entries separated by commas (write ``\\,`` for a comma inside a value).
 
-This module is the bottom layer of symgraph: it imports nothing else from the package.
+This module is the bottom layer of symgraph: it imports nothing else from the package
+but ``configdefaults``, where the flags are declared.
 """
 
 import configparser
@@ -22,9 +23,6 @@ import difflib
 import functools
 import os
 import re
-import shutil
-import sys
-import sysconfig
 from collections import namedtuple
 
 __all__ = [
@@ -239,7 +237,8 @@ def add_flag(name, doc, param, in_c_key=False, sets=()):
 
     ``in_c_key``: the flag changes generated code or how it is compiled, so its value
     goes into :meth:`Config.c_key`.  ``sets``: names of already-declared flags that are
-    set to the same value whenever this one is.  Declare every flag in this module: a
+    set to the same value whenever this one is.  Declare every flag in
+    ``symgraph/configdefaults.py``: a
     flag declared after the ``config`` singleton was built gets its default there, as
     rc files and ``SYMGRAPH_FLAGS`` were already checked against the older registry.
     """
@@ -382,26 +381,34 @@ class Config:
 
     def _find_rc_files(self, environ):
         if self._rc_paths is not None:
-            paths, origin = self._rc_paths, "rc_paths"
+            paths = self._rc_paths
         elif environ.get(ENV_RC, "").strip():
-            paths, origin = environ[ENV_RC].split(os.pathsep), ENV_RC
+            paths = environ[ENV_RC].split(os.pathsep)
         else:
             home_rc = os.path.expanduser("~/.symgraphrc")
+            object.__setattr__(self, "_rc_missing", ())
             return [home_rc] if os.path.isfile(home_rc) else []
-        found = []
+        found, missing = [], []
         for path in (os.fspath(p).strip() for p in paths):
             if not path:
                 continue
             full = os.path.abspath(os.path.expanduser(path))
-            if not os.path.isfile(full):  # a typo here must not silently mean "no rc"
-                raise ConfigError(f"rc file {path!r} named in {origin} does not exist")
-            found.append(full)
+            # As Theano: a listed file that does not exist is skipped (tools start
+            # children with placeholder paths), but remembered for `symgraph config`.
+            (found if os.path.isfile(full) else missing).append(full)
+        object.__setattr__(self, "_rc_missing", tuple(missing))
         return found
 
     @property
     def rc_files(self):
         """The rc files read, in the order they were applied."""
         return self._rc_files
+
+    @property
+    def rc_files_missing(self):
+        """The rc files named (in ``SYMGRAPHRC`` or ``rc_paths``) that do not exist
+        and were skipped."""
+        return self._rc_missing
 
     # -- reading and writing
 
@@ -454,6 +461,18 @@ class Config:
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | {n.split(".")[0] for n in _FLAGS})
+
+    def __str__(self):
+        """Every flag, as Theano's ``print(config)``: name and type, doc, value
+        and (symgraph's addition) where the value came from."""
+        blocks = []
+        for info in self.flags():
+            kind = info.param.kind
+            allowed = info.param.allowed() if kind in ("enum", "int", "float") else ""
+            blocks.append(f"{info.name} ({kind}{': ' + allowed if allowed else ''})\n"
+                          f"    Doc:  {info.doc}\n    Value:  {info.value}\n"
+                          f"    Source:  {info.source}\n")
+        return "\n".join(blocks)
 
     def __repr__(self):
         changed = sum(src != "default" for _, src in self._state.values())
@@ -538,87 +557,9 @@ def _read_rc(path):
 
 # ----------------------------------------------------------------------------- flags
 
-def _default_compiledir():
-    # one folder per platform and Python, so two interpreters never load each other's
-    # extension modules
-    plat = re.sub(r"[^\w.-]", "_", sysconfig.get_platform())
-    return "~/.cache/symgraph/compiledir_%s-py%d.%d" % ((plat,) + sys.version_info[:2])
-
-
-_META_ALGOS = ("guess_once", "guess_on_shape_change", "time_once", "time_on_shape_change")
-_BWD_ALGOS = ("none", "deterministic", "fft", "small") + _META_ALGOS
-
-add_flag("device", "Where computations run: cpu, or a CUDA GPU.", DeviceParam("cpu"),
-         in_c_key=True)
-add_flag("floatX", "Dtype of floats made without an explicit dtype.",
-         EnumParam("float64", "float32", "float16"), in_c_key=True)
-add_flag("warn_float64", "What to do when a float64 variable is created.",
-         EnumParam("ignore", "warn", "raise"))
-add_flag("mode", "Default compilation mode of symgraph.function.",
-         EnumParam("FAST_RUN", "FAST_COMPILE", "DebugMode", "NanGuardMode"))
-add_flag("linker", "Default linker: c, py, c|py (C where possible, else Python), vm.",
-         EnumParam("c|py", "c", "py", "vm"))
-add_flag("optimizer", "Default rewrite set; None applies no rewrites.",
-         EnumParam("fast_run", "fast_compile", "merge", "None"))
-add_flag("optimizer_including", "Extra rewrite tags to include, colon separated.", StrParam(""))
-add_flag("optimizer_excluding", "Rewrite tags to exclude, colon separated.", StrParam(""))
-add_flag("optimizer_verbose", "Print each rewrite applied and the node it replaced.",
-         BoolParam(False))
-add_flag("on_opt_error", "What to do when a rewrite raises.",
-         EnumParam("warn", "raise", "ignore"))
-add_flag("on_unused_input", "What to do when a function input is not used.",
-         EnumParam("raise", "warn", "ignore"))
-add_flag("compiledir", "Per-user folder of the compile cache.", PathParam(_default_compiledir))
-add_flag("compile_cache_size_mb", "Size cap of the compile cache, in MiB.", IntParam(2048, min=0))
-add_flag("compile_no_compile", "Make any compilation an error (proves a warm cache).",
-         BoolParam(False))
-# Not in the key by its text: the compiler's signature (its resolved path and
-# version) is, so a cache filled with g++ on PATH still serves a process that
-# finds no compiler (cache_keys.compiler_identity).
-add_flag("cxx", "C++ compiler command; empty means no C code (Python only).",
-         StrParam(lambda: shutil.which("g++") or ""))
-add_flag("gcc.cxxflags", "Extra flags passed to the C++ compiler.", StrParam(""), in_c_key=True)
-add_flag("openmp", "Use OpenMP in generated C code.", BoolParam(False), in_c_key=True)
-# the threshold is compiled into the fused loops, so it is part of the key
-add_flag("openmp_elemwise_minsize", "Smallest elemwise size run with OpenMP threads.",
-         IntParam(200000, min=0), in_c_key=True)
-add_flag("exception_verbosity", "How much graph detail errors print.", EnumParam("low", "high"))
-add_flag("traceback.limit", "Stack frames kept per node for errors; -1 keeps all.",
-         IntParam(8, min=-1))
-add_flag("profile", "Profile compiled functions (f.profile).", BoolParam(False))
-add_flag("profile_optimizer", "Profile the rewrite phases.", BoolParam(False))
-add_flag("nan_guard.nan_is_error", "NanGuardMode: a NaN is an error.", BoolParam(True))
-add_flag("nan_guard.inf_is_error", "NanGuardMode: an Inf is an error.", BoolParam(True))
-add_flag("nan_guard.big_is_error", "NanGuardMode: a huge value is an error.", BoolParam(True))
-add_flag("dnn.enabled", "Use cuDNN: auto (if found), True (must), False (never).",
-         EnumParam("auto", "True", "False"), in_c_key=True)
-add_flag("dnn.include_path", "Folder holding cudnn.h; empty means search.", StrParam(""),
-         in_c_key=True)
-add_flag("dnn.library_path", "Folder holding libcudnn; empty means search.", StrParam(""),
-         in_c_key=True)
-add_flag("dnn.conv.algo_fwd", "Forward convolution algorithm.",
-         EnumParam("small", "none", "large", "fft", "fft_tiling", "winograd", *_META_ALGOS),
-         in_c_key=True)
-add_flag("dnn.conv.algo_bwd_data", "Algorithm of the convolution gradient wrt inputs.",
-         EnumParam("none", *_BWD_ALGOS, "fft_tiling"), in_c_key=True)
-add_flag("dnn.conv.algo_bwd_filter", "Algorithm of the convolution gradient wrt weights.",
-         EnumParam("none", *_BWD_ALGOS), in_c_key=True)
-# a shorthand: its effect is fully in the two flags it sets, so it stays out of the key
-add_flag("dnn.conv.algo_bwd", "Sets both dnn.conv.algo_bwd_data and algo_bwd_filter.",
-         EnumParam("none", *_BWD_ALGOS),
-         sets=("dnn.conv.algo_bwd_data", "dnn.conv.algo_bwd_filter"))
-add_flag("dnn.conv.precision", "Convolution accumulation dtype; as_input_f32 uses float32 "
-         "for float16 inputs.", EnumParam("as_input_f32", "as_input", "float16", "float32",
-                                          "float64"), in_c_key=True)
-add_flag("dnn.conv.workmem_bytes", "Workspace limit of convolution algorithms; 0 is none.",
-         IntParam(0, min=0), in_c_key=True)
-add_flag("cuda.root", "CUDA installation folder (nvcc, headers).", StrParam("/usr/local/cuda"),
-         in_c_key=True)
-add_flag("nvcc.flags", "Extra flags passed to nvcc.", StrParam(""), in_c_key=True)
-add_flag("gpu.cross_compile", "Build CUDA modules with nvcc without running them.",
-         BoolParam(False))
-add_flag("deterministic", "more: prefer deterministic (slower) implementations.",
-         EnumParam("default", "more"))
+# The declarations live in configdefaults (Theano's module name for them); it uses
+# add_flag and the Param classes above, so it is imported only once they exist.
+from symgraph import configdefaults  # noqa: E402,F401
 
 #: The configuration of this process, read when symgraph is imported.
 config = Config()

@@ -103,9 +103,11 @@ def test_home_symgraphrc_used_when_symgraphrc_unset(tmp_path, monkeypatch):
     assert cfg.source("mode") == f"rc:{tmp_path / '.symgraphrc'}"
 
 
-def test_missing_rc_file_named_in_symgraphrc_is_an_error(tmp_path):
-    with pytest.raises(ConfigError, match="does not exist"):
-        Config(environ={"SYMGRAPHRC": str(tmp_path / "nope.rc")})
+def test_missing_rc_file_named_in_symgraphrc_is_skipped(tmp_path):
+    # Theano's behaviour (tests/compat/test_theano_config.py covers `import symgraph`)
+    cfg = Config(environ={"SYMGRAPHRC": str(tmp_path / "nope.rc")})
+    assert cfg.rc_files == ()
+    assert cfg.rc_files_missing == (str(tmp_path / "nope.rc"),)
 
 
 def test_env_beats_rc(tmp_path):
