@@ -23,7 +23,7 @@ from symgraph.tensor.basic import as_tensor_variable, constant
 from symgraph.tensor.type import FLOAT_DTYPES, INT_DTYPES, TensorType
 
 __all__ = ["RandomGeneratorType", "RandomGeneratorVariable", "RandomVariable", "UniformRV",
-           "NormalRV", "BinomialRV", "IntegersRV", "ChoiceRV", "PermutationRV",
+           "NormalRV", "BinomialRV", "PoissonRV", "IntegersRV", "ChoiceRV", "PermutationRV",
            "as_random_generator", "normalize_size"]
 
 
@@ -303,6 +303,20 @@ class BinomialRV(RandomVariable):
     def rng_fn(self, gen, params, size):
         n, p = params
         return gen.binomial(n, p, size)
+
+
+class PoissonRV(RandomVariable):
+    """Counts of a Poisson distribution of mean ``lam``."""
+
+    name = "poisson"
+    param_names = ("lam",)
+
+    def __init__(self, dtype="int64"):
+        super().__init__(dtype)
+
+    def rng_fn(self, gen, params, size):
+        (lam,) = params
+        return gen.poisson(lam, size)
 
 
 class IntegersRV(RandomVariable):

