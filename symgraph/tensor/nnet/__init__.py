@@ -73,8 +73,9 @@ def dropout(x, p, rng=None, rescale=True):
     every call of the compiled function).
 
     ``p``: the drop probability, a number in ``[0, 1)`` or a symbolic scalar.
-    ``rng``: a ``symgraph.tensor.random.RandomStream`` (Theano's ``srng``) or
-    an int seed for a new one; None draws a fresh seed.  The same seed gives the
+    ``rng``: a ``symgraph.tensor.random.RandomStreams`` or a
+    ``symgraph.sandbox.rng_mrg.MRG_RandomStreams`` (Theano's ``srng``), or an
+    int seed for a new RandomStreams; None draws a fresh seed.  The same seed gives the
     same masks.  ``rescale``: divide the kept elements by ``1 - p`` so that the
     expected value is ``x`` (inverted dropout); at test time use ``x`` itself.
 
@@ -93,9 +94,9 @@ def dropout(x, p, rng=None, rescale=True):
         raise ValueError(f"dropout: the drop probability p must be in [0, 1), got {p}")
     if rng is None or isinstance(rng, (int, np.integer)):
         rng = RandomStream(None if rng is None else int(rng))
-    elif not isinstance(rng, RandomStream):
-        raise TypeError(f"dropout: rng must be a RandomStream, an int seed or None, "
-                        f"got {type(rng).__name__}")
+    elif not isinstance(rng, RandomStream) and type(rng).__name__ != "MRG_RandomStreams":
+        raise TypeError(f"dropout: rng must be a RandomStreams, an MRG_RandomStreams, an "
+                        f"int seed or None, got {type(rng).__name__}")
     keep = 1 - p
     mask = rng.binomial(n=1, p=keep, size=x.shape, ndim=x.ndim, dtype="int8")
     out = x * cast(mask, x.dtype)
