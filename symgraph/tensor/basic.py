@@ -129,19 +129,22 @@ def _shape_for(kind):
 
 
 def _make_constructor(prefix, kind, fixed_dtype):
-    def constructor(name=None, dtype=None, shape=None):
-        if fixed_dtype is not None and dtype is not None and dtype != fixed_dtype:
-            raise TypeError(f"{prefix}{kind} has dtype {fixed_dtype}, not {dtype}")
-        dtype = fixed_dtype or dtype or _float_x()
-        return TensorType(dtype, shape=shape or _shape_for(kind))(name)
+    """A prefixed constructor (``dmatrix``) is a TensorType instance, as in
+    Theano, so ``x.type == T.dmatrix``; an unprefixed one (``matrix``) is a
+    function, since its dtype is ``floatX`` when it is called."""
+    if fixed_dtype is not None:
+        return TensorType(fixed_dtype, shape=_shape_for(kind))
 
-    constructor.__name__ = prefix + kind
-    dtype_text = fixed_dtype or "config.floatX (or dtype=)"
-    constructor.__doc__ = f"A symbolic {kind} ({_RANKS[kind]}-d) input of dtype {dtype_text}."
+    def constructor(name=None, dtype=None, shape=None):
+        return TensorType(dtype or _float_x(), shape=shape or _shape_for(kind))(name)
+
+    constructor.__name__ = constructor.__qualname__ = kind
+    constructor.__doc__ = (f"A symbolic {kind} ({_RANKS[kind]}-d) input of dtype "
+                           f"config.floatX (or dtype=).")
     return constructor
 
 
-def _make_plural(single):
+def _make_plural(single, name):
     def plural(*names, dtype=None):
         if len(names) == 1 and isinstance(names[0], int):
             names = [None] * names[0]
@@ -150,7 +153,8 @@ def _make_plural(single):
         variables = [single(n) if dtype is None else single(n, dtype=dtype) for n in names]
         return variables if len(variables) != 1 else variables[0]
 
-    plural.__doc__ = f"Several {single.__name__}s at once: one per name given (or a count)."
+    plural.__name__ = plural.__qualname__ = name
+    plural.__doc__ = f"Several inputs at once ({name}): one per name given, or a count."
     return plural
 
 
@@ -160,8 +164,8 @@ def _build_constructors():
         for kind in _RANKS:
             name = prefix + kind
             made[name] = _make_constructor(prefix, kind, fixed)
-            made[prefix + _PLURALS[kind]] = _make_plural(made[name])
-            made[prefix + _PLURALS[kind]].__name__ = prefix + _PLURALS[kind]
+            plural = prefix + _PLURALS[kind]
+            made[plural] = _make_plural(made[name], plural)
     return made
 
 

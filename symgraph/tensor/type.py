@@ -162,6 +162,20 @@ class TensorType(Type):
         return other.dtype == self.dtype and other.ndim == self.ndim and all(
             a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
 
+    def __call__(self, name=None, dtype=None, shape=None):
+        """A new input variable of this type: ``T.dmatrix('x')`` (Theano's typed
+        constructors are TensorType instances).  ``dtype`` may repeat this
+        type's dtype; ``shape`` refines the unknown static sizes."""
+        if dtype is not None and TensorType(dtype, shape=()).dtype != self.dtype:
+            raise TypeError(f"{self} has dtype {self.dtype}, not {dtype}")
+        if shape is None:
+            return self.make_variable(name)
+        shape = tuple(shape)
+        if len(shape) != self.ndim or not all(
+                mine is None or mine == s for mine, s in zip(self.shape, shape)):
+            raise TypeError(f"shape {shape} does not fit {self}")
+        return TensorType(self.dtype, shape=shape).make_variable(name)
+
     def make_variable(self, name=None):
         if self.dtype == "float64":
             _check_float64(self)
