@@ -18,7 +18,7 @@ import numpy as np
 
 from symgraph.graph.basic import Apply, Constant, Op, Variable
 from symgraph.ops.elemwise import DimShuffle, dimshuffle
-from symgraph.ops.shape import Shape, constant_int, shape_i
+from symgraph.ops.shape import Shape, Shape_i, constant_int, shape_i
 from symgraph.tensor.basic import as_tensor_variable, constant
 from symgraph.tensor.type import FLOAT_DTYPES, INT_DTYPES, TensorType
 
@@ -512,11 +512,13 @@ def getitem(x, index):
     if x.owner is not None and isinstance(x.owner.op, Shape) and \
             isinstance(index, (numbers.Integral, np.integer)) and not isinstance(index, bool):
         # x.shape[i]: one node that rewrites and constant folding understand.
+        # A Shape_i node even when the size is static (the rewrites fold it), so
+        # the graph keeps x as the user wrote it: function([x], x.shape[0]) uses x.
         inner = x.owner.inputs[0]
         if not -inner.ndim <= index < inner.ndim:
             raise IndexError(f"indexing: index {index} is out of bounds for the shape of "
                              f"{inner.ndim}-d {inner}")
-        return shape_i(inner, int(index))
+        return Shape_i(int(index) % inner.ndim)(inner)
     base, entries = normalize_index(x, index)
     if any(k in ("array", "bool") for k, _ in entries):
         from symgraph.ops.advanced_subtensor import AdvancedSubtensor
