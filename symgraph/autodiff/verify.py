@@ -142,8 +142,10 @@ def _as_rng(rng):
         return np.random.default_rng(int(rng))
     if isinstance(rng, (np.random.Generator, np.random.RandomState)):
         return rng
-    raise TypeError(f"verify_grad: rng must be a numpy Generator, a RandomState or an int "
-                    f"seed, got {type(rng).__name__}")
+    if hasattr(rng, "random_sample"):  # the numpy.random module, as Theano's tests pass
+        return rng
+    raise TypeError(f"verify_grad: rng must be a numpy Generator, a RandomState, the "
+                    f"numpy.random module or an int seed, got {type(rng).__name__}")
 
 
 def _uniform(rng, shape):
@@ -162,8 +164,8 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
 
     ``fun``: called with one symbolic tensor per array of ``pt`` (an Op works
     too), returns one tensor.  ``pt``: a list of float arrays.  ``rng``: a
-    NumPy Generator, RandomState or int seed for the random projections (None:
-    seed 0).  ``n_tests``: how many projections to try.  ``eps``: the finite
+    NumPy Generator, RandomState, the ``numpy.random`` module or an int seed
+    for the random projections (None: seed 0).  ``n_tests``: how many projections to try.  ``eps``: the finite
     difference step (see numeric_grad).  ``abs_tol``/``rel_tol``: by default
     the loosest of the inputs' dtypes (float64 1e-4, float32 1e-2, float16
     5e-2).  ``mode``: the compile mode; with ``no_debug_ref`` a DebugMode is

@@ -9,7 +9,7 @@ from symgraph.tensor.basic import as_tensor_variable, is_python_scalar
 from symgraph.tensor.type import FLOAT_DTYPES, INT_DTYPES, TensorType, upcast
 
 __all__ = ["MakeVector", "Join", "Split", "make_vector", "concatenate", "join", "stack",
-           "split"]
+           "stacklists", "split"]
 
 
 def _disconnected(x):
@@ -230,6 +230,17 @@ def stack(tensors, *more, axis=0):
     if len(expanded) == 1:
         return expanded[0]
     return Join(axis)(*expanded)
+
+
+def stacklists(tensor_list):
+    """Theano's ``stacklists``: nested lists of tensors stacked into one tensor of
+    the same nesting, ``stacklists([[a, b], [c, d]])`` is ``[[a, b], [c, d]]``
+    as a tensor of two more dimensions than ``a``."""
+    if isinstance(tensor_list, (list, tuple)):
+        if not tensor_list:
+            raise ValueError("stacklists: an empty list has nothing to stack")
+        return stack([stacklists(item) for item in tensor_list])
+    return tensor_list
 
 
 class Split(Op):

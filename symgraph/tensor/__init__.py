@@ -11,6 +11,8 @@ from symgraph.ops.reduce import *  # noqa: F401,F403
 from symgraph.ops.blas import *  # noqa: F401,F403
 from symgraph.ops.shape import *  # noqa: F401,F403
 from symgraph.ops.subtensor import *  # noqa: F401,F403
+from symgraph.ops.math_extra import *  # noqa: F401,F403
+from symgraph.ops.sort import *  # noqa: F401,F403
 from symgraph.tensor import nnet  # noqa: F401,E402
 
 
@@ -19,3 +21,26 @@ def grad(cost, wrt, **kwargs):
     from symgraph.gradient import grad as _grad
 
     return _grad(cost, wrt, **kwargs)
+
+
+def Rop(f, wrt, eval_points, **kwargs):
+    """Theano's ``tensor.Rop``: the same as :func:`symgraph.Rop` (forward mode:
+    the Jacobian of ``f`` times ``eval_points``)."""
+    from symgraph.gradient import Rop as _rop
+
+    return _rop(f, wrt, eval_points, **kwargs)
+
+
+def Lop(f, wrt, eval_points, **kwargs):
+    """Theano's ``tensor.Lop``: the same as :func:`symgraph.Lop` (``eval_points``
+    times the Jacobian of ``f``)."""
+    from symgraph.gradient import Lop as _lop
+
+    return _lop(f, wrt, eval_points, **kwargs)
+
+
+def verify_grad(fun, pt, **kwargs):
+    """Theano's ``tensor.verify_grad``: the same as :func:`symgraph.gradient.verify_grad`."""
+    from symgraph.gradient import verify_grad as _verify
+
+    return _verify(fun, pt, **kwargs)

@@ -150,11 +150,15 @@ def _make_plural(single, name):
             names = [None] * names[0]
         elif len(names) == 1 and isinstance(names[0], str) and "," in names[0]:
             names = [n.strip() for n in names[0].split(",")]
+        elif len(names) == 1 and isinstance(names[0], str):
+            names = list(names[0])  # Theano's rule: scalars('abcd') names a, b, c, d
         variables = [single(n) if dtype is None else single(n, dtype=dtype) for n in names]
         return variables if len(variables) != 1 else variables[0]
 
     plural.__name__ = plural.__qualname__ = name
-    plural.__doc__ = f"Several inputs at once ({name}): one per name given, or a count."
+    plural.__doc__ = (f"Several inputs at once ({name}): one per name given, one per "
+                      f"character of a single string ('abc'), one per comma-separated "
+                      f"name ('x, y'), or a count.")
     return plural
 
 

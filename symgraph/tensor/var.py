@@ -201,8 +201,32 @@ class _TensorOperators:
     def clip(self, a_min, a_max):
         return _math().clip(self, a_min, a_max)
 
-    def round(self):
-        return _math().round(self)
+    def round(self, mode=None):
+        return _math().round(self, mode or "half_to_even")
+
+    def take(self, indices, axis=None, mode="raise"):
+        """NumPy's ``take`` (see :func:`symgraph.tensor.take`)."""
+        from symgraph.ops import sort
+
+        return sort.take(self, indices, axis=axis, mode=mode)
+
+    def repeat(self, repeats, axis=None):
+        """NumPy's ``repeat``: a count, or one count per element along ``axis``."""
+        from symgraph.ops import sort
+
+        return sort.repeat(self, repeats, axis=axis)
+
+    def sort(self, axis=-1, kind="quicksort", order=None):
+        """This tensor sorted along ``axis`` (NumPy's ``sort``, returning the result)."""
+        from symgraph.ops import sort
+
+        return sort.sort(self, axis=axis, kind=kind, order=order)
+
+    def argsort(self, axis=-1, kind="quicksort", order=None):
+        """The int64 indices that sort this tensor along ``axis``."""
+        from symgraph.ops import sort
+
+        return sort.argsort(self, axis=axis, kind=kind, order=order)
 
     def copy(self, name=None):
         out = _math().identity(self)

@@ -106,7 +106,8 @@ def dropout(x, p, rng=None, rescale=True):
 
 # Theano's module paths for convolution and batch normalization.
 from symgraph.tensor.nnet.abstract_conv import (conv2d, conv2d_grad_wrt_inputs,  # noqa: E402,F401
-                                                conv2d_grad_wrt_weights, conv3d,
+                                                conv2d_grad_wrt_weights, conv2d_transpose,
+                                                conv3d,
                                                 conv3d_grad_wrt_inputs, conv3d_grad_wrt_weights)
 from symgraph.tensor.nnet import bn  # noqa: E402,F401
 

@@ -32,6 +32,7 @@ from symgraph.ops.shape import constant_int
 from symgraph.tensor.basic import as_tensor_variable
 
 __all__ = ["conv2d", "conv3d", "conv2d_grad_wrt_inputs", "conv2d_grad_wrt_weights",
+           "conv2d_transpose",
            "conv3d_grad_wrt_inputs", "conv3d_grad_wrt_weights", "get_conv_output_shape",
            "get_conv_shape_1axis", "get_conv_gradweights_shape", "get_conv_gradinputs_shape",
            "AbstractConv", "AbstractConvGradInputs", "AbstractConvGradWeights",
@@ -204,6 +205,24 @@ def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None,
     return _grad_weights(2, "conv2d_grad_wrt_weights", input, output_grad, filter_shape,
                          input_shape, border_mode, subsample, filter_flip, filter_dilation,
                          num_groups, unshared)
+
+
+def conv2d_transpose(input, filters, output_shape, filter_shape=None, border_mode="valid",
+                     input_dilation=(1, 1), filter_flip=True, filter_dilation=(1, 1),
+                     num_groups=1, unshared=False):
+    """The transposed 2D convolution (a "deconvolution"): the gradient of a
+    ``conv2d`` with respect to its input, applied to ``input``.
+
+    ``filters`` ``(input channels, output channels, rows, cols)``: the
+    channels in the reverse order of ``conv2d``'s.  ``output_shape`` ``(batch,
+    channels, rows, cols)``; its spatial sizes are required (ints or int
+    scalars).  ``border_mode``, ``filter_flip`` and ``filter_dilation`` are
+    those of the forward convolution (its padding crops this output);
+    ``input_dilation`` is the forward convolution's ``subsample``.
+    """
+    return _grad_inputs(2, "conv2d_transpose", input, filters, output_shape, filter_shape,
+                        border_mode, input_dilation, filter_flip, filter_dilation, num_groups,
+                        unshared)
 
 
 def conv3d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None,
