@@ -40,14 +40,13 @@ from symgraph.opt.rewriter import graph_rewriter
 
 __all__ = ["elemwise_fusion", "find_regions", "fuse_region", "is_fusable"]
 
-_C_OK = {}  # (scalar_op, in dtypes) -> whether the op has C for them
-
-
 def _has_c(scalar_op, in_dtypes):
     from symgraph.compile.native.c_types import has_c_type
 
-    key = (scalar_op, in_dtypes)
-    found = _C_OK.get(key)
+    # Kept on the op, not in a module-level table: fused Composites are made per
+    # graph, and a global table would keep every one alive after its function.
+    known = scalar_op.__dict__.setdefault("_has_c_for", {})
+    found = known.get(in_dtypes)
     if found is None:
         try:
             out_dtypes = [str(d) for d in scalar_op.output_dtypes(*in_dtypes)]
@@ -58,9 +57,7 @@ def _has_c(scalar_op, in_dtypes):
                                      out_dtypes) is not None
         except (TypeError, ValueError, NotImplementedError):
             found = False
-        if len(_C_OK) > 10000:
-            _C_OK.clear()
-        _C_OK[key] = found
+        known[in_dtypes] = found
     return found
 
 

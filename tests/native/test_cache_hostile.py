@@ -321,7 +321,8 @@ _NO_CC = textwrap.dedent("""
     import warnings
     import numpy as np
     import symgraph, symgraph.tensor as T
-        x = T.dmatrix("x")
+    from symgraph.compile.native.compiler import COMPILE_STATS
+    x = T.dmatrix("x")
     v = np.linspace(-1, 1, 6).reshape(2, 3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -379,3 +380,35 @@ def test_no_compiler_warning_names_the_flag_and_the_users_line(root, monkeypatch
     assert "cxx='no-such-compiler-g++'" in str(caught[0].message)
     assert caught[0].filename == __file__
     np.testing.assert_allclose(f(VALUE), np.exp(VALUE) * 2 + 1)
+
+
+# ----------------------------------------------------------------------------- deleted functions
+
+def _mapped_libraries(root):
+    with open("/proc/self/maps") as handle:
+        return {line.split()[-1] for line in handle if str(root) in line}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
+def test_deleted_functions_leave_no_library_mapped_nor_op_alive(root):
+    import gc
+    import weakref
+
+    from symgraph.ops.composite import Composite
+
+    x = T.dmatrix("x")
+    ops = []
+    for i in range(12):   # distinct graphs: a library and a fused op each
+        f = symgraph.function([x], T.exp(x) * (i + 0.5) + T.tanh(x).sum() * i)
+        np.testing.assert_allclose(f(VALUE), np.exp(VALUE) * (i + 0.5)
+                                   + np.tanh(VALUE).sum() * i)
+        ops += [weakref.ref(n.op.scalar_op) for n in f.maker.fgraph.apply_nodes
+                if isinstance(getattr(n.op, "scalar_op", None), Composite)]
+        assert _mapped_libraries(root)
+        del f
+    gc.collect()
+    assert ops and all(ref() is None for ref in ops)
+    assert not _mapped_libraries(root)
+    # a library unloaded is loaded again when a function needs it
+    f = symgraph.function([x], T.exp(x) * 3.5 + T.tanh(x).sum() * 3)
+    np.testing.assert_allclose(f(VALUE), np.exp(VALUE) * 3.5 + np.tanh(VALUE).sum() * 3)

@@ -10,6 +10,7 @@ compiling.  Nodes without a kernel become
 Python steps that call ``perform``.
 """
 
+import _ctypes
 import ctypes
 import functools
 import hashlib
@@ -17,6 +18,7 @@ import os
 import re
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -143,32 +145,52 @@ def _kernel_key(kernel, environments=None):
 
 
 class KernelLibrary:
-    """A loaded library of kernels: its cache key, the ctypes handle and what its
-    manifest (``assemble.MANIFEST_SYMBOL``) says it holds, {kernel key: prefix}."""
+    """A loaded library of kernels: its cache key, its ``dlopen`` handle and what
+    its manifest (``assemble.MANIFEST_SYMBOL``) says it holds, {kernel key: prefix}.
 
-    def __init__(self, key, lib):
-        self.key, self.lib = key, lib
-        try:
-            cell = ctypes.c_char.in_dll(lib, MANIFEST_SYMBOL)
-        except ValueError:  # not a kernel library of this version
+    Opened with ``dlopen`` itself rather than ``ctypes.CDLL``, which makes a
+    class per library and caches an object per symbol looked up: a process
+    that makes thousands of functions keeps none of that.  The library is
+    unloaded when the last program using it (``NativeProgram.libraries``) goes.
+    ``_handle`` is the attribute ``ctypes`` reads in ``in_dll``.
+    """
+
+    def __init__(self, key, path):
+        self.key = key
+        self._handle = _ctypes.dlopen(path, os.RTLD_NOW | os.RTLD_LOCAL)
+        address = self.address(MANIFEST_SYMBOL)
+        if address is None:  # not a kernel library of this version
             self.manifest = {}
             return
-        text = ctypes.string_at(ctypes.addressof(cell)).decode("ascii", "replace")
+        text = ctypes.string_at(address).decode("ascii", "replace")
         self.manifest = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+
+    def address(self, name):
+        """The address of symbol ``name``, or None when the library has none."""
+        try:
+            return _ctypes.dlsym(self._handle, name)
+        except OSError:
+            return None
 
     def holds(self, key, prefix):
         """True when the library was built with kernel ``key`` under ``prefix``."""
         return self.manifest.get(key) == prefix
 
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _ctypes.dlclose(handle)
+
 
 class LoadedLibraries:
-    """Kernel libraries loaded by this process, by compile cache and library key
-    (each loaded once; the libraries of deleted functions stay mapped, as
-    ctypes never unloads)."""
+    """Kernel libraries loaded by this process, by compile cache and library key:
+    each loaded once while some program uses it (weak references: a library
+    whose functions are all gone is unloaded)."""
 
     def __init__(self):
-        self.libs = {}
+        self.libs = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
+        self._pinned_openmp = False
 
     def open(self, cache, lib_key, build_fn=None, openmp=False, what=None):
         """The KernelLibrary of entry ``lib_key``, built first when missing and
@@ -178,12 +200,28 @@ class LoadedLibraries:
         if lib is None:
             if openmp:  # before the OpenMP runtime is first loaded
                 prepare_openmp_environment()
-            loaded = cache.load(lib_key, build_fn, what=what)
-            if loaded is None:
+            lib = cache.load(lib_key, build_fn, what=what,
+                             loader=lambda path: KernelLibrary(lib_key, path))
+            if lib is None:
                 return None
+            if openmp:
+                self._pin_openmp_runtime()
             with self._lock:
-                lib = self.libs.setdefault(where, KernelLibrary(lib_key, loaded))
+                lib = self.libs.setdefault(where, lib)
         return lib
+
+    def _pin_openmp_runtime(self):
+        """Keep the OpenMP runtime loaded for good once a kernel library pulled it
+        in: its worker threads outlive the library, and unloading the runtime
+        under them would crash the process."""
+        if self._pinned_openmp:
+            return
+        for name in ("libgomp.so.1", "libomp.so", "libiomp5.so"):
+            try:
+                _ctypes.dlopen(name, os.RTLD_NOW | os.RTLD_NOLOAD | os.RTLD_NODELETE)
+            except OSError:
+                continue
+        self._pinned_openmp = True
 
 
 def set_kernel_symbols(lib, kernel):
@@ -206,22 +244,24 @@ def set_kernel_symbols(lib, kernel):
 LOADED = LoadedLibraries()
 
 
-def _symbol_address(lib, name):
-    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-
-
 def kernel_addresses(lib, prefix, kind):
-    """(run, shape, view) addresses of a loaded kernel; 0 for the functions
-    its kind does not export.  An in-place kernel's shape function is
-    optional: the runtime calls it, when there is one, to check the inputs
-    before the kernel writes."""
+    """(run, shape, view) addresses of a kernel of the KernelLibrary ``lib``; 0
+    for the functions its kind does not export.  An in-place kernel's shape
+    function is optional: the runtime calls it, when there is one, to check the
+    inputs before the kernel writes."""
+    def required(name):
+        address = lib.address(name)
+        if address is None:
+            raise RuntimeError(f"the kernel library {lib.key} has no symbol {name}")
+        return address
+
     shape = 0
     if kind in (COMPUTE, VIEW_OR_COPY):
-        shape = _symbol_address(lib, f"{prefix}_shape")
-    elif kind == INPLACE and hasattr(lib, f"{prefix}_shape"):
-        shape = _symbol_address(lib, f"{prefix}_shape")
-    view = _symbol_address(lib, f"{prefix}_view") if kind == VIEW_OR_COPY else 0
-    return _symbol_address(lib, f"{prefix}_run"), shape, view
+        shape = required(f"{prefix}_shape")
+    elif kind == INPLACE:
+        shape = lib.address(f"{prefix}_shape") or 0
+    view = required(f"{prefix}_view") if kind == VIEW_OR_COPY else 0
+    return required(f"{prefix}_run"), shape, view
 
 
 def _index_ref(cache, key):
@@ -238,9 +278,10 @@ def _index_ref(cache, key):
 
 
 def resolve_kernels(kernels, timings, compile=True):
-    """{key: (run_address, shape_address, view_address)} for ``kernels``
-    ({key: CKernel}), compiling the ones the cache does not have (with
-    ``compile`` false, those are left out of the result).
+    """``(addresses, libraries)``: {key: (run_address, shape_address,
+    view_address)} for ``kernels`` ({key: CKernel}), compiling the ones the
+    cache does not have (with ``compile`` false, those are left out), and the
+    KernelLibraries they are in (which must stay alive while they run).
 
     The index says which library holds a kernel under which prefix; the library
     is trusted only for the kernels its own manifest lists, so a wrong record is
@@ -275,12 +316,13 @@ def resolve_kernels(kernels, timings, compile=True):
                 found[key] = (lib, prefix)
         timings["compile"] = timings.get("compile", 0.0) + time.perf_counter() - start
     start = time.perf_counter()
-    addresses = {}
+    addresses, libraries = {}, {}
     for key, (lib, prefix) in found.items():
-        set_kernel_symbols(lib.lib, kernels[key])
-        addresses[key] = kernel_addresses(lib.lib, prefix, kernels[key].kind)
+        set_kernel_symbols(lib, kernels[key])
+        addresses[key] = kernel_addresses(lib, prefix, kernels[key].kind)
+        libraries[lib.key] = lib
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
-    return addresses
+    return addresses, list(libraries.values())
 
 
 #: The fraction by which one more library must shorten a function's longest
@@ -467,7 +509,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         kernels[key] = kernel
         node_keys[node] = key
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start
-    addresses = resolve_kernels(kernels, timings, compile) if kernels else {}
+    addresses, libraries = resolve_kernels(kernels, timings, compile) if kernels else ({}, [])
     if linker == "c" and len(addresses) < len(kernels):
         node = next(n for n, k in node_keys.items() if k not in addresses)
         raise NoNativeCodeError(f"linker=c: the kernel of {node}{_origin(node)} is not in "
@@ -505,8 +547,10 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
-    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
-                         python_nodes)
+    native = NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
+                           python_nodes)
+    native.libraries = libraries   # the kernels' code: unloaded once no program uses it
+    return native
 
 
 def _native_step(kernel, addresses, node, ins, outs):
