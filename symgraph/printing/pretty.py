@@ -77,6 +77,11 @@ class PPrinter:
             return self._elemwise(node, scalar_op)
         if type(op).__name__ == "DimShuffle":
             return self._dimshuffle(node, parent)
+        # Rewrites turn the user's x.shape[i] into Shape_i: print it as written.
+        if type(op).__name__ == "Shape_i":
+            return f"{self.process(node.inputs[0], node)}.shape[{op.i}]"
+        if type(op).__name__ == "Shape":
+            return f"{self.process(node.inputs[0], node)}.shape"
         if hasattr(op, "idx_list"):
             text = self._subtensor(node)
             if text is not None:
