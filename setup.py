@@ -86,7 +86,40 @@ def support_extension():
         extra_compile_args=flags, libraries=libraries)
 
 
+#: Suffixes of the files of ``c_src/`` that ship in the package: what kernels
+#: include and what symgraph compiles at run time.
+C_SOURCE_SUFFIXES = (".h", ".inc", ".c")
+
+
+def c_source_files():
+    """The files of ``c_src/`` that ship, relative to ``c_src/``."""
+    base = ROOT / "c_src"
+    return sorted(path.relative_to(base).as_posix() for path in base.rglob("*")
+                  if path.is_file() and path.suffix in C_SOURCE_SUFFIXES)
+
+
+def build_py_with_c_sources():
+    """setuptools' build_py, which also copies ``c_src/`` into the built package
+    as ``symgraph/c_src`` (package data mapped at build: the folder stays at the
+    repository's top level, and ``symgraph.compile.native.c_sources`` finds the
+    copy in a wheel or an sdist install)."""
+    from setuptools.command.build_py import build_py
+
+    class BuildPy(build_py):
+        def run(self):
+            super().run()
+            if self.editable_mode:   # the checkout's own c_src/ is used
+                return
+            for name in c_source_files():
+                target = Path(self.build_lib) / "symgraph" / "c_src" / name
+                self.mkpath(str(target.parent))
+                self.copy_file(str(ROOT / "c_src" / name), str(target))
+
+    return BuildPy
+
+
 if __name__ == "__main__":
     from setuptools import setup
 
-    setup(ext_modules=[runtime_extension(), support_extension()])
+    setup(ext_modules=[runtime_extension(), support_extension()],
+          cmdclass={"build_py": build_py_with_c_sources()})

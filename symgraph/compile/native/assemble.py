@@ -4,9 +4,7 @@ Each kernel's symbols get a unique prefix through the ``SG_FN`` macro, shared
 support code is emitted once per key, and headers once each.
 """
 
-from pathlib import Path
-
-C_SRC = Path(__file__).resolve().parents[3] / "c_src"
+from symgraph.compile.native.c_sources import C_SRC  # noqa: F401  (re-exported)
 
 
 def kernel_prefix(index):

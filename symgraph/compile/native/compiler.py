@@ -30,10 +30,7 @@ for constants and larger inlining, the rest of ``-O3``, mostly grow the
 support code that every library carries.
 
 The C sources that generated code includes live in ``c_src/`` at the
-repository root, found relative to the package (``symgraph/../c_src``).  This
-holds for a source checkout and for an editable install (``pip install -e``,
-what README and CI use); a non-editable wheel would have to ship ``c_src`` as
-package data.
+repository root and ship inside the package when installed (``c_sources``).
 """
 
 import contextlib
@@ -203,14 +200,13 @@ def cpu_signature():
 
 
 def c_src_dir():
-    """The folder of symgraph's C sources (``c_src/`` beside the package)."""
-    import symgraph
+    """The folder of symgraph's C sources (see ``c_sources``)."""
+    from symgraph.compile.native.c_sources import C_SRC
 
-    path = Path(symgraph.__file__).resolve().parent.parent / "c_src"
-    if not path.is_dir():
-        raise CompileError(f"symgraph's C sources were not found at {path}: install "
-                           "symgraph from a source checkout (pip install -e .)")
-    return path
+    if not (C_SRC / "sg_kernel.h").is_file():
+        raise CompileError(f"symgraph's C sources were not found at {C_SRC}: the "
+                           "installation is incomplete; reinstall symgraph")
+    return C_SRC
 
 
 @functools.lru_cache(maxsize=None)

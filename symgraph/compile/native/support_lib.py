@@ -49,7 +49,6 @@ __all__ = ["SUPPORT_ENTRY", "generate", "write_files", "generated_dir", "support
 
 #: Bump when the table layout or the way the library is built changes.
 SUPPORT_VERSION = 1
-_SG_KERNEL_H = Path(__file__).resolve().parents[3] / "c_src" / "sg_kernel.h"
 HEADER_NAME, SOURCE_NAME = "sg_support.h", "sg_support.c"
 #: The support entry of a kernel calling the shared helpers.
 SUPPORT_ENTRY = ("sg_support_table_v1", '#include "support/sg_support.h"\n'
@@ -215,13 +214,20 @@ def _generated():
     return generate()
 
 
+def _c_src():
+    # imported here: setup.py loads this module by path, with the standard library only
+    from symgraph.compile.native.c_sources import C_SRC
+
+    return C_SRC
+
+
 def support_source_hash():
     """sha256 of the library's sources (the generated header and source, and
     sg_kernel.h), as embedded in a build (setup.py computes the same)."""
     header, source = _generated()
     digest = hashlib.sha256()
     for name, text in ((HEADER_NAME, header.encode()), (SOURCE_NAME, source.encode()),
-                       ("sg_kernel.h", _SG_KERNEL_H.read_bytes())):
+                       ("sg_kernel.h", (_c_src() / "sg_kernel.h").read_bytes())):
         digest.update(name.encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
 
