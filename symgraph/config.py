@@ -9,10 +9,11 @@ Values come from four sources; a later one wins::
     defaults  <  rc files  <  SYMGRAPH_FLAGS  <  code
 
 rc files are the ``os.pathsep``-separated list in ``SYMGRAPHRC`` (later files win; files
-that do not exist are skipped, as Theano does), else ``~/.symgraphrc`` when it exists.  They are INI files: ``[global]`` holds plain flags
-(``floatX = float32``) and a section such as ``[dnn.conv]`` holds the flags under that
-prefix (``algo_fwd = fft`` means ``dnn.conv.algo_fwd``).  ``SYMGRAPH_FLAGS`` is
-``name=value`` entries separated by commas (write ``\\,`` for a comma inside a value).
+that do not exist are skipped, as Theano does), else ``~/.symgraphrc`` when it exists.
+They are INI files: ``[global]`` holds plain flags (``floatX = float32``) and a section
+such as ``[dnn.conv]`` holds the flags under that prefix (``algo_fwd = fft`` means
+``dnn.conv.algo_fwd``).  ``SYMGRAPH_FLAGS`` is ``name=value`` entries separated by
+commas (write ``\\,`` for a comma inside a value).
 
 This module is the bottom layer of symgraph: it imports nothing else from the package
 but ``configdefaults``, where the flags are declared.
