@@ -41,9 +41,36 @@ def _pool_nd(name, nd, input, ws, ignore_border, stride, pad, mode, ds, st, padd
                         f"last {nd} are pooled), got {input.ndim}")
     if ignore_border is None:
         ignore_border = False
-    op = Pool(ndim=nd, ignore_border=ignore_border, mode=mode, ws=ws, stride=stride,
-              pad=zero if pad is None else pad)
+    pad = zero if pad is None else pad
+    static = [_static_ints(v) for v in (ws, stride, pad)]
+    if any(v is _SYMBOLIC for v in static):
+        from symgraph.ops.pool_dynamic import PoolDynamic
+
+        return PoolDynamic(nd, ignore_border, mode)(input, ws, ws if stride is None else stride,
+                                                     pad)
+    ws, stride, pad = static
+    op = Pool(ndim=nd, ignore_border=ignore_border, mode=mode, ws=ws, stride=stride, pad=pad)
     return op(input)
+
+
+_SYMBOLIC = object()
+
+
+def _static_ints(value):
+    """A window parameter as Python ints when the graph fixes it (ints, or
+    constants), ``_SYMBOLIC`` when it depends on inputs; other values pass
+    unchanged, for Pool's errors."""
+    from symgraph.graph.basic import Constant, Variable
+    from symgraph.ops.shape import constant_int
+
+    if isinstance(value, Variable):
+        if isinstance(value, Constant) and value.ndim == 1:
+            return tuple(int(v) for v in value.data)
+        return _SYMBOLIC
+    if isinstance(value, (tuple, list)) and any(isinstance(v, Variable) for v in value):
+        known = [constant_int(v) for v in value]
+        return _SYMBOLIC if None in known else tuple(known)
+    return value
 
 
 def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max", ds=None,
@@ -64,8 +91,10 @@ def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="m
 
     ``ds``, ``st`` and ``padding`` are Theano's deprecated names of ``ws``,
     ``stride`` and ``pad`` (a DeprecationWarning; an error with both).  The
-    parameters are static ints: symbolic windows are refused.  See
-    ``symgraph/ops/pool.py`` for the output-size rule, NaN and ties.
+    parameters may be symbolic (int vectors, or tuples holding int scalars):
+    the pooled dimensions then have no static size and the pooling runs in
+    NumPy until the rewrites find the values constant (``ops/pool_dynamic.py``).
+    See ``symgraph/ops/pool.py`` for the output-size rule, NaN and ties.
     """
     return _pool_nd("pool_2d", 2, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
 
