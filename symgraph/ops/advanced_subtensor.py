@@ -165,11 +165,6 @@ class AdvancedSubtensor(BaseSubtensor):
         shape = _output_static_shape(entries, x)
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=shape)()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.advanced_index_codegen import advanced_subtensor_kernel
-
-        return advanced_subtensor_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         x = inputs[0]
         index = index_from_pattern(self.idx_list, inputs[1:])
@@ -228,11 +223,6 @@ class AdvancedIncSubtensor(BaseIncSubtensor):
     subtensor_class = AdvancedSubtensor
     str_prefix = "Advanced"
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.advanced_index_codegen import advanced_inc_subtensor_kernel
-
-        return advanced_inc_subtensor_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         x, y = inputs[0], inputs[1]
         out = x if self.inplace else x.copy()
@@ -268,11 +258,6 @@ class Nonzero(Op):
             raise ValueError(f"{self}: nonzero of a 0-d tensor is not defined; use "
                              f"nonzero(x.flatten())")
         return Apply(self, [x], [TensorType("int64", shape=(None,))() for _ in range(x.ndim)])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.advanced_index_codegen import nonzero_kernel
-
-        return nonzero_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         for storage, idx in zip(output_storage, np.nonzero(inputs[0])):

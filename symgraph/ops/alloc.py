@@ -64,11 +64,6 @@ class Alloc(Op):
             out_shape.append(static)
         return Apply(self, [value] + shape, [TensorType(value.dtype, shape=tuple(out_shape))()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import alloc_kernel
-
-        return alloc_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         value, shape = inputs[0], tuple(int(s) for s in inputs[1:])
         if any(s < 0 for s in shape):
@@ -154,11 +149,6 @@ class Eye(Op):
         shape = (constant_int(n), constant_int(m))
         return Apply(self, [n, m, k], [TensorType(self.dtype, shape=shape)()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import eye_kernel
-
-        return eye_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         n, m, k = (int(v) for v in inputs)
         if n < 0 or m < 0:
@@ -209,11 +199,6 @@ class ARange(Op):
                 raise ValueError(f"{self}: step is zero")
             length = len(np.arange(*[v.data for v in inputs], dtype=self.dtype))
         return Apply(self, inputs, [TensorType(self.dtype, shape=(length,))()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import arange_kernel
-
-        return arange_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         start, stop, step = inputs

@@ -103,13 +103,6 @@ class Dot(_Bilinear):
             gx, gy = gz * y, gz * x
         return [reduce_to_input_shape(gx, x), reduce_to_input_shape(gy, y)]
 
-    def c_kernel(self, node):
-        """Native code: SciPy's BLAS (gemm, gemv, dot) for floats, loops for integers."""
-        from symgraph.compile.native.blas_codegen import dot_kernel
-
-        x, y = node.inputs
-        return dot_kernel(x.dtype, y.dtype, node.outputs[0].dtype, x.ndim, y.ndim)
-
 
 class TensorDot(_Bilinear):
     """``np.tensordot(a, b, axes)``: sum products over ``axes[0]`` of a paired
@@ -245,16 +238,6 @@ class BatchedDot(_Bilinear):
             else:
                 batch.append(constant(1, dtype="int64"))
         return [tuple(batch) + tuple(xs[nb:-1]) + tuple(ys[nb + 1:])]
-
-    def c_kernel(self, node):
-        """Native code for float32/float64: a BLAS call per batch entry."""
-        from symgraph.compile.native.blas_codegen import batched_dot_kernel
-
-        x, y = node.inputs
-        if not x.dtype == y.dtype == node.outputs[0].dtype:
-            return None
-        return batched_dot_kernel(x.dtype, self.nbatch, x.ndim, y.ndim,
-                                  x.type.broadcastable, y.type.broadcastable)
 
     def grad(self, inputs, output_grads):
         x, y = inputs

@@ -304,12 +304,6 @@ class AbstractBatchNormTrain(_BatchNormOp):
             g_f = gradient.disconnected_grad_for(factor)
         return grads + [g_f, g_rm * keep, g_rv * keep]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/bn_codegen.py``), or None."""
-        from symgraph.compile.native.bn_codegen import bn_kernel
-
-        return bn_kernel(self, node)
-
 
 # -- its gradient -----------------------------------------------------------------------
 
@@ -406,12 +400,6 @@ class AbstractBatchNormTrainGrad(_BatchNormOp):
             grads[i] = g
         return list(grads) + [gradient.disconnected_grad_for(epsilon)]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/bn_codegen.py``), or None."""
-        from symgraph.compile.native.bn_codegen import bn_kernel
-
-        return bn_kernel(self, node)
-
 
 # -- inference ----------------------------------------------------------------------------
 
@@ -459,9 +447,3 @@ class AbstractBatchNormInference(_BatchNormOp):
         g_var = -sum_dy_x_diff * (scale / (2 * var_eps * std))
         g_eps = math.cast(reduce.sum(g_var), epsilon.dtype)
         return [g_x, g_scale, sum_dy, g_mean, g_var, g_eps]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/bn_codegen.py``), or None."""
-        from symgraph.compile.native.bn_codegen import bn_kernel
-
-        return bn_kernel(self, node)

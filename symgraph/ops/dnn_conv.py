@@ -165,12 +165,6 @@ class _DnnConvBase(Op):
 
     # -- native code --------------------------------------------------------------
 
-    def c_kernel(self, node):
-        """The C kernel (``compile/native/conv_codegen.py``)."""
-        from symgraph.compile.native.conv_codegen import conv_kernel
-
-        return conv_kernel(self, node)
-
     def impl(self):
         """The C implementation name of a concrete ``algo``, or None for a meta one."""
         return ALGO_IMPLS[self.direction].get(self.algo)

@@ -77,12 +77,6 @@ class Elemwise(Op):
                 value = value.astype(out.type.dtype)
             storage[0] = value
 
-    def c_kernel(self, node):
-        """The native kernel (``compile/native/elemwise_codegen.py``), or None."""
-        from symgraph.compile.native.elemwise_codegen import elemwise_kernel
-
-        return elemwise_kernel(node)
-
     def infer_shape(self, fgraph, node, input_shapes):
         from symgraph.ops.math import maximum
 
@@ -287,11 +281,6 @@ class DimShuffle(Op):
                                  f"broadcastable (use T.addbroadcast or squeeze first)")
         shape = tuple(1 if d == "x" else x.type.shape[d] for d in self.new_order)
         return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import dimshuffle_kernel
-
-        return dimshuffle_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         (x,) = inputs

@@ -102,13 +102,6 @@ class _BlasUpdate(Op):
             f"{self} has no gradient: it is made by the BLAS rewrites after gradients "
             f"are taken; differentiate the original dot expression instead")
 
-    def c_kernel(self, node):
-        """The native kernel (SciPy's BLAS for float32/float64, loops for integers)."""
-        from symgraph.compile.native.blas_codegen import blas_update_kernel
-
-        return blas_update_kernel(type(self).__name__, node.outputs[0].dtype,
-                                  inplace=self.inplace)
-
 
 class Gemm(_BlasUpdate):
     """``b * z + a * dot(x, y)`` for matrices x (m, k), y (k, n), z (m, n)."""

@@ -73,11 +73,6 @@ class MakeVector(Op):
                     raise TypeError(f"{self}: input {pos} ({s}) has dtype {s.dtype}")
         return Apply(self, scalars, [TensorType(self.dtype, shape=(len(scalars),))()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import make_vector_kernel
-
-        return make_vector_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.asarray(inputs, dtype=self.dtype).reshape(len(inputs))
 
@@ -136,11 +131,6 @@ class Join(Op):
                                  f"{sorted(known)} in dimension {dim}")
             out_shape.append(known.pop() if known else None)
         return Apply(self, tensors, [TensorType(first.dtype, shape=tuple(out_shape))()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import join_kernel
-
-        return join_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         for pos, value in enumerate(inputs):
@@ -281,11 +271,6 @@ class Split(Op):
             shape[self.axis] = size
             outs.append(TensorType(x.dtype, shape=tuple(shape))())
         return Apply(self, [x, splits], outs)
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import split_kernel
-
-        return split_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, splits = inputs

@@ -132,12 +132,6 @@ class Softmax(_Unary):
             return [None]
         return [SoftmaxGrad(self.axis)(eval_points[0], self(inputs[0]))]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_codegen.py``), or None."""
-        from symgraph.compile.native.nnet_codegen import nnet_kernel
-
-        return nnet_kernel(self, node)
-
 
 class LogSoftmax(_Unary):
     """``x - log(sum(exp(x), axis))``, computed as ``(x - max) -
@@ -163,12 +157,6 @@ class LogSoftmax(_Unary):
         (x,), (v,) = inputs, eval_points
         axis = self._axis(x.ndim)
         return [v - _sum_keep(math.exp(self(x)) * v, axis)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_codegen.py``), or None."""
-        from symgraph.compile.native.nnet_codegen import nnet_kernel
-
-        return nnet_kernel(self, node)
 
 
 class SoftmaxGrad(_AxisOp):
@@ -230,12 +218,6 @@ class SoftmaxGrad(_AxisOp):
         if not terms:
             return [None]
         return [terms[0] if len(terms) == 1 else terms[0] + terms[1]]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_codegen.py``), or None."""
-        from symgraph.compile.native.nnet_codegen import nnet_kernel
-
-        return nnet_kernel(self, node)
 
 
 # -- user functions -------------------------------------------------------------------

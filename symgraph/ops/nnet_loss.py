@@ -137,12 +137,6 @@ def _disconnected(x):
     return disconnected_grad_for(x)
 
 
-def _kernel(op, node):
-    from symgraph.compile.native.nnet_loss_codegen import loss_kernel
-
-    return loss_kernel(op, node)
-
-
 # -- categorical cross-entropy of a distribution -------------------------------------
 
 class CrossentropyCategorical1Hot(Op):
@@ -171,10 +165,6 @@ class CrossentropyCategorical1Hot(Op):
         coding, y = inputs
         return [CrossentropyCategorical1HotGrad()(output_grads[0], coding, y),
                 _disconnected(y)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_loss_codegen.py``), or None."""
-        return _kernel(self, node)
 
 
 class CrossentropyCategorical1HotGrad(Op):
@@ -213,10 +203,6 @@ class CrossentropyCategorical1HotGrad(Op):
         return [_sum_if_broadcast(-picked_gz / picked_c, g),
                 CrossentropyCategorical1HotGrad()(-g * picked_gz / picked_c, coding, y),
                 _disconnected(y)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_loss_codegen.py``), or None."""
-        return _kernel(self, node)
 
 
 # -- the fused softmax cross-entropy --------------------------------------------------
@@ -272,10 +258,6 @@ class SoftmaxCrossEntropy1Hot(Op):
             return [_m()[0].zeros_like(x), _disconnected(y)]
         return [terms[0] if len(terms) == 1 else terms[0] + terms[1], _disconnected(y)]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_loss_codegen.py``), or None."""
-        return _kernel(self, node)
-
 
 class SoftmaxCrossEntropy1HotGrad(Op):
     """The gradient of ``SoftmaxCrossEntropy1Hot``'s ``nll`` with respect to
@@ -311,10 +293,6 @@ class SoftmaxCrossEntropy1HotGrad(Op):
         (gz,) = output_grads
         g_dnll = reduce.sum(gz * sm, axis=1) - gz[_arange(y.shape[0]), y]
         return [_sum_if_broadcast(g_dnll, dnll), gz * dnll.dimshuffle(0, "x"), _disconnected(y)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/nnet_loss_codegen.py``), or None."""
-        return _kernel(self, node)
 
 
 # -- binary cross-entropies, element-wise ---------------------------------------------

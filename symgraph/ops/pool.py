@@ -320,12 +320,6 @@ class Pool(PoolBase):
             return [DownsampleFactorMaxGradGrad(**self.params())(x, self(x), eval_points[0])]
         return [self(eval_points[0])]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/pool_codegen.py``), or None."""
-        from symgraph.compile.native.pool_codegen import pool_kernel
-
-        return pool_kernel(self, node)
-
     @staticmethod
     def out_shape(imgshape, ws=None, ignore_border=False, stride=None, pad=None, ndim=2):
         """Theano's ``Pool.out_shape``: the output shape (a list) for an input

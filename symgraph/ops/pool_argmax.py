@@ -81,12 +81,6 @@ class _ArgmaxBase(PoolBase):
                             f"got {argmax.dtype}")
         return x, argmax
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/pool_argmax_codegen.py``), or None."""
-        from symgraph.compile.native.pool_argmax_codegen import argmax_kernel
-
-        return argmax_kernel(self, node)
-
 
 class MaxPoolWithArgmax(_ArgmaxBase):
     """Max pooling with a second output, the argmax of each window (see the
@@ -226,7 +220,3 @@ class MaxPoolArgmaxGather(_ArgmaxBase):
         return [disconnected_grad_for(x),
                 MaxPoolGradFromArgmax(**self.params())(x, gz, argmax),
                 disconnected_grad_for(argmax)]
-
-    def c_kernel(self, node):
-        # a second-order gradient, rare: the Python perform is enough
-        return None

@@ -118,12 +118,6 @@ class MaxPoolGrad(_MaxGradBase):
             return [self(x, maxout, eval_points[2])]
         return [None if all(e is None for e in eval_points) else _zeros_like(x)]
 
-    def c_kernel(self, node):
-        """Native code (``compile/native/pool_codegen.py``), or None."""
-        from symgraph.compile.native.pool_codegen import pool_kernel
-
-        return pool_kernel(self, node)
-
 
 class DownsampleFactorMaxGradGrad(_MaxGradBase):
     """The gradient of ``MaxPoolGrad`` with respect to its ``gz``:
@@ -162,12 +156,6 @@ class DownsampleFactorMaxGradGrad(_MaxGradBase):
         if eval_points[2] is not None:
             return [self(x, maxout, eval_points[2])]
         return [None if all(e is None for e in eval_points) else _zeros_like(maxout)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/pool_codegen.py``), or None."""
-        from symgraph.compile.native.pool_codegen import pool_kernel
-
-        return pool_kernel(self, node)
 
 
 class AveragePoolGrad(PoolBase):
@@ -218,9 +206,3 @@ class AveragePoolGrad(PoolBase):
         if eval_points[1] is not None:
             return [self(x, eval_points[1])]
         return [None if eval_points[0] is None else _zeros_like(x)]
-
-    def c_kernel(self, node):
-        """Native code (``compile/native/pool_codegen.py``), or None."""
-        from symgraph.compile.native.pool_codegen import pool_kernel
-
-        return pool_kernel(self, node)

@@ -213,13 +213,6 @@ class CAReduce(AxisReduce):
         """``var`` (shaped like the output) broadcast back to ``x``'s shape."""
         return _m().second(x, _restore_dims(var, x.ndim, self.axes(x.ndim)))
 
-    def c_kernel(self, node):
-        """Native code (``compile.native.reduce_codegen``) for Sum, Prod, Max,
-        Min, All and Any; None for other scalar ops (Python perform)."""
-        from symgraph.compile.native.reduce_codegen import careduce_kernel
-
-        return careduce_kernel(self, node)
-
 
 class _FixedReduce(CAReduce):
     """A CAReduce whose scalar op is its class's ``scalar_op`` (Sum, Max, All, ...),
@@ -401,12 +394,6 @@ class _ArgReduce(AxisReduce):
             return
         flat = np.transpose(x, kept + list(axes)).reshape(out_shape + (group,))
         output_storage[0][0] = np.asarray(self.numpy_fn(flat, axis=-1), dtype="int64")
-
-    def c_kernel(self, node):
-        """Native code (``compile.native.reduce_codegen``)."""
-        from symgraph.compile.native.reduce_codegen import careduce_kernel
-
-        return careduce_kernel(self, node)
 
     def grad(self, inputs, output_grads):
         # The index moves in jumps: zero almost everywhere (Theano's choice),

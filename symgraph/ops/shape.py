@@ -150,11 +150,6 @@ class Shape(Op):
         x = as_tensor_variable(x)
         return Apply(self, [x], [TensorType("int64", shape=(x.ndim,))()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import shape_kernel
-
-        return shape_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.asarray(inputs[0].shape, dtype="int64")
 
@@ -192,11 +187,6 @@ class Shape_i(Op):
         if not 0 <= self.i < x.ndim:
             raise IndexError(f"{self}: {x} has only {x.ndim} dimensions")
         return Apply(self, [x], [TensorType("int64", shape=())()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import shape_i_kernel
-
-        return shape_i_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.asarray(inputs[0].shape[self.i], dtype="int64")
@@ -252,11 +242,6 @@ class SpecifyShape(Op):
                                  f"which contradicts the specified size {want}")
             out_shape.append(want if isinstance(want, int) else have)
         return Apply(self, [x] + sizes, [x.type.clone(shape=tuple(out_shape))()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import specify_shape_kernel
-
-        return specify_shape_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, sizes = inputs[0], iter(inputs[1:])
@@ -339,11 +324,6 @@ class Unbroadcast(Op):
                 raise IndexError(f"{self}: axis {a} is out of range for {x.ndim}-d {x}")
         shape = tuple(None if d in self.axes else s for d, s in enumerate(x.type.shape))
         return Apply(self, [x], [x.type.clone(shape=shape)()])
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import unbroadcast_kernel
-
-        return unbroadcast_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = inputs[0]
@@ -441,11 +421,6 @@ class Reshape(Op):
             raise ValueError(f"{self}: cannot reshape {x} of static shape {x.type.shape} "
                              f"({int(np.prod(x.type.shape))} elements) to {tuple(sizes)}")
         return tuple(sizes)
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.shape_codegen import reshape_kernel
-
-        return reshape_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, shp = inputs

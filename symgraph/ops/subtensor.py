@@ -201,11 +201,6 @@ class Subtensor(BaseSubtensor):
         out_shape.extend(x.type.shape[len(self.idx_list):])
         return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape=tuple(out_shape))()])
 
-    def c_kernel(self, node):
-        from symgraph.compile.native.index_codegen import subtensor_kernel
-
-        return subtensor_kernel(self, node)
-
     def perform(self, node, inputs, output_storage):
         x = inputs[0]
         index = index_from_pattern(self.idx_list, inputs[1:])
@@ -318,11 +313,6 @@ class IncSubtensor(BaseIncSubtensor):
     missing leading dimensions."""
 
     subtensor_class = Subtensor
-
-    def c_kernel(self, node):
-        from symgraph.compile.native.index_codegen import inc_subtensor_kernel
-
-        return inc_subtensor_kernel(self, node)
 
     def perform(self, node, inputs, output_storage):
         x, y = inputs[0], inputs[1]

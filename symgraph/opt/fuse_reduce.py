@@ -88,12 +88,6 @@ class ReduceOfElemwise(Op):
         (shape,) = enode.op.infer_shape(fgraph, enode, input_shapes)[:1]
         return rnode.op.infer_shape(fgraph, rnode, [shape])
 
-    def c_kernel(self, node):
-        """One loop: ``pre`` per element inside the reduction (see module doc)."""
-        from symgraph.compile.native.reduce_codegen import fused_kernel
-
-        return fused_kernel(self.reduce_op, self.pre, node, str(Elemwise(self.pre)))
-
 
 def _has_c(scalar_op, dtypes):
     """True when ``scalar_op`` has C code for inputs of ``dtypes``."""

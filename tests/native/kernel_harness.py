@@ -16,6 +16,7 @@ import numpy as np
 from symgraph.compile.native.assemble import C_SRC, assemble
 from symgraph.compile.native.support_lib import generated_dir
 from symgraph.compile.native.linker import set_kernel_symbols
+from symgraph.compile.native.lowerings import cpu_kernel
 
 MAXDIMS = 32
 FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno",
@@ -105,7 +106,7 @@ NO_VIEW = -1
 
 def run_kernel(node, inputs, kernel=None):
     """Outputs of ``node`` computed by its native kernel on ``inputs`` (ndarrays)."""
-    kernel = kernel or node.op.c_kernel(node)
+    kernel = kernel or cpu_kernel(node)
     if kernel is None:
         raise ValueError(f"{node.op} has no native kernel for {node}")
     lib = compile_kernel(kernel)

@@ -24,6 +24,7 @@ from symgraph.compile.native.kernel import CKernel  # noqa: E402
 from symgraph.compile.native.support_lib import load_support  # noqa: E402
 from symgraph.ops.blas import Dot  # noqa: E402
 from symgraph.ops.gemm import Gemm, Gemv, Ger  # noqa: E402
+from symgraph.compile.native.lowerings import cpu_kernel
 
 RTOL = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}
 RNG = np.random.default_rng(1234)
@@ -166,7 +167,7 @@ def test_dot_bigger_than_blocking():
 
 def test_dot_complex_has_no_kernel():
     node = Dot()(_var("complex128", 2), _var("complex128", 2)).owner
-    assert node.op.c_kernel(node) is None
+    assert cpu_kernel(node) is None
 
 
 @pytest.mark.parametrize("ranks", sorted(RANKS))
@@ -184,7 +185,7 @@ def test_dot_shape_mismatch_is_a_value_error(ranks, dtype):
 
 def _run_into(node, inputs, out):
     """Run ``node``'s kernel with ``out`` (any layout) as its output array."""
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     lib = compile_kernel(kernel)
     in_desc = (SgArray * len(inputs))(*[describe(np.asarray(x)) for x in inputs])
     out_desc = (SgArray * 1)(describe(out))
@@ -255,7 +256,7 @@ def test_transposed_contiguous_operands_are_not_copied(dtype):
 
 def test_unset_blas_pointer_is_a_runtime_error():
     node = Dot()(_var("float64", 2), _var("float64", 2)).owner
-    compile_kernel(node.op.c_kernel(node))
+    compile_kernel(cpu_kernel(node))
     # the BLAS helpers, and so their pointers, are in the shared support library
     pointer = ctypes.c_void_p.in_dll(load_support(), "sg_blas_dgemm")
     saved = pointer.value
@@ -367,7 +368,7 @@ def test_update_kernels_check_shapes():
 
 def test_update_kernels_for_other_dtypes():
     """float16 runs in Python (None); 16-bit integers have loops."""
-    assert _gemm_node("float16").op.c_kernel(_gemm_node("float16")) is None
+    assert cpu_kernel(_gemm_node("float16")) is None
     node = _gemm_node("int16")
     big = np.full((2, 2), 300, "int16")
     _check(node, [big, _scalar(7, "int16"), big, big, _scalar(-5, "int16")])
@@ -419,7 +420,7 @@ def test_batched_dot_other_dtypes_run_in_python():
     from symgraph.ops.blas import BatchedDot
 
     node = BatchedDot(1)(_var("int32", 3), _var("int32", 3)).owner
-    assert node.op.c_kernel(node) is None
+    assert cpu_kernel(node) is None
 
 
 def test_batched_dot_batch_mismatch_is_a_value_error():

@@ -25,6 +25,7 @@ from symgraph.ops import conv_reference as ref
 from symgraph.ops.dnn_conv import ALGO_IMPLS, DnnConv, DnnConvGradI, DnnConvGradW
 from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError,
                                         compile_kernels, describe, run_python)
+from symgraph.compile.native.lowerings import cpu_kernel
 
 # -- the op parameters and shapes under test ------------------------------------------
 
@@ -118,7 +119,7 @@ def _library():
         node = _node(*variant)
         workmem = variant[5] if len(variant) > 5 else 0
         with symgraph.config.change_flags({"dnn.conv.workmem_bytes": workmem}):
-            kernels.append((f"cv{index}", node.op.c_kernel(node)))
+            kernels.append((f"cv{index}", cpu_kernel(node)))
         prefixes[variant] = f"cv{index}"
     return compile_kernels(kernels), prefixes
 

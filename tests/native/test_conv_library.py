@@ -13,6 +13,7 @@ from symgraph.compile.native import conv_library, conv_tuning
 from symgraph.compile.native.cache import get_cache
 from symgraph.compile.native.compiler import COMPILE_STATS
 from symgraph.ops.dnn_conv import DnnConv
+from symgraph.compile.native.lowerings import cpu_kernel
 
 
 def test_library_is_in_the_cache_and_loaded_once():
@@ -28,7 +29,7 @@ def test_kernels_do_not_compile_the_algorithms(tmp_path):
     where it is copied)."""
     op = DnnConv(2, border_mode=(3, 1), algo="large", precision="float32")
     x, w = T.ftensor4("x"), T.ftensor4("w")
-    kernel = op.c_kernel(op(x, w).owner)
+    kernel = cpu_kernel(op(x, w).owner)
     assert kernel.headers == ('"conv/sg_conv_choose.h"',)
     assert "sg_conv_lib" in dict(kernel.symbols)
     conv_library.load()

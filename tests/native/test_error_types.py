@@ -18,6 +18,7 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.compile.native.kernel import CKernel
 from symgraph.graph.basic import Apply, Op
+from symgraph.backends import register_lowering
 
 LINKERS = ["py", "c|py", "c"]
 # Shapes whose buffer exceeds any address space (but not int64 bytes), so the
@@ -132,7 +133,7 @@ class Fail(Op):
             raise _KINDS[self.kind]("thirteen elements")
         out[0][0] = inputs[0].copy()
 
-    def c_kernel(self, node):
+    def cpu_lowering(self, node):
         return CKernel(source=f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     out_shapes[0] = in[0].shape[0];
@@ -158,6 +159,10 @@ def test_each_error_kind_keeps_its_type(linker, kind):
     assert type(info.value) is _KINDS[kind]
     assert "thirteen elements" in str(info.value)
     assert "failing = Fail(kind)(x)" in str(info.value)
+
+
+# The native backend's lowering of this test op (ops themselves hold no code).
+register_lowering(Fail, Fail.cpu_lowering)
 
 
 class NeedsShape(ValueError):

@@ -10,6 +10,7 @@ from symgraph.ops.advanced_subtensor import AdvancedIncSubtensor
 from symgraph.ops.subtensor import FULL_SLICE, IncSubtensor
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from tests.native.test_shape_c import KINDS, check, check_error, data, layouts
+from symgraph.compile.native.lowerings import cpu_kernel
 
 BIG = np.iinfo(np.int64).max
 SMALL = np.iinfo(np.int64).min
@@ -51,7 +52,7 @@ def test_subtensor_constant_indices_are_views(dtype, indices):
     x = T.tensor(dtype, shape=(None, None, None), name="x")
     for index in indices:
         node = x[index].owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         for arr in layouts(data((3, 4, 5), dtype)):
             compare(node, [arr], kernel, view_of=0)
 
@@ -76,7 +77,7 @@ def test_subtensor_symbolic_slices_clamp_as_numpy(form):
     used = [parts[p] for p in pieces if p]
     x = T.vector("x", dtype="int64")
     node = x[sl].owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     for size in (0, 1, 5):
         arr = np.arange(size, dtype="int64") * 10
         for values in itertools.product(VALUES, repeat=len(used)):
@@ -89,7 +90,7 @@ def test_subtensor_symbolic_ints_of_any_dtype(idx_dtype):
     j = T.scalar("j", dtype=idx_dtype)
     x = T.tensor("float32", shape=(None, None, None), name="x")
     node = x[i, 1:j].owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     arr = data((4, 5, 2), "float32")
     info = np.iinfo(idx_dtype)
     # (uint64 values past int64's range make NumPy raise OverflowError: not tested.)
@@ -136,7 +137,7 @@ def test_inc_subtensor(dtype, cases, set_):
     for index, yshape, yval in cases:
         y = T.tensor(dtype, shape=yshape, name="y")
         node = fn(x[index], y).owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         for arr in layouts(data((3, 4), dtype)):
             compare(node, [arr, data(yval, dtype, seed=1)], kernel)
 
@@ -166,7 +167,7 @@ def test_inc_subtensor_inplace_writes_into_x():
     x = T.matrix("x")
     y = T.tensor("float64", shape=(1,), name="y")
     node = IncSubtensor((FULL_SLICE, 1), inplace=True)(x, y).owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     assert kernel.kind == "inplace" and kernel.inplace_of == (0,)
     arr = np.arange(12.0).reshape(3, 4)[:, ::-1]
     want = run_python(node, [arr.copy(), np.array([5.0])])[0]
@@ -186,7 +187,7 @@ def test_advanced_take_first_axis(dtype, shapes):
     for shape in shapes:
         x = T.tensor(dtype, shape=(None,) * len(shape), name="x")
         node = x[iv].owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         assert kernel is not None
         for arr in layouts(data(shape, dtype)):
             for idx in [np.array([4, 0, -1, 2, 2]), np.zeros(0, "int64"),
@@ -199,7 +200,7 @@ def test_advanced_index_dtypes_and_matrix_indices(idx_dtype):
     x = T.matrix("x", dtype="float32")
     im = T.tensor(idx_dtype, shape=(None, None), name="im")
     node = x[im].owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     idx = np.array([[0, 2], [1, 1], [2, 0]], idx_dtype)
     for arr in layouts(data((3, 4), "float32")):
         compare(node, [arr, idx], kernel)
@@ -225,7 +226,7 @@ def test_advanced_forms():
     ]
     for var, extra in cases:
         node = var.owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         assert kernel is not None, node
         for variant in layouts(arr):
             compare(node, [variant] + extra, kernel)
@@ -272,9 +273,9 @@ def test_every_advanced_form_has_a_kernel():
     y = T.vector("y")
     for var in [x[mask], x[iv, :, jv], x[1:, iv], x[iv, ::2],
                 T.inc_subtensor(x[iv, :, jv], y), T.set_subtensor(x[mask, 1:], y)]:
-        assert var.owner.op.c_kernel(var.owner) is not None
+        assert cpu_kernel(var.owner) is not None
     z = T.tensor("complex128", shape=(None,), name="z")
-    assert z[iv].owner.op.c_kernel(z[iv].owner) is None
+    assert cpu_kernel(z[iv].owner) is None
 
 
 # ---------------------------------------------------------------------------
@@ -302,7 +303,7 @@ def test_advanced_inc_repeated_indices(dtype, cases, set_):
     for form, yshape, yval, idx in cases:
         y = T.tensor(dtype, shape=yshape, name="y")
         node = fn(x[tuple(iv if f == "iv" else f for f in form)], y).owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         assert kernel is not None
         for arr in layouts(data((4, 3), dtype)):
             for yarr in layouts(data(yval, dtype, seed=2)):
@@ -328,7 +329,7 @@ def test_advanced_inc_inplace():
     iv = T.lvector("iv")
     y = T.vector("y")
     node = AdvancedIncSubtensor(("?",), inplace=True)(x, y, iv).owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     assert kernel.kind == "inplace"
     arr = np.zeros((3, 2))
     want = run_python(node, [arr.copy(), np.array([1.0, 2.0]), np.array([0, 0, 2])])[0]

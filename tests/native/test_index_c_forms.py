@@ -11,6 +11,7 @@ from symgraph.ops.subtensor import SliceSpec
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from tests.native.test_index_c import compare
 from tests.native.test_shape_c import check, check_error, data, layouts
+from symgraph.compile.native.lowerings import cpu_kernel
 
 X = T.tensor("float64", shape=(None, None, None), name="x")
 IV, JV = T.lvector("iv"), T.ivector("jv")
@@ -56,7 +57,7 @@ FORMS = [
 def test_forms_against_perform_and_numpy(k):
     var, extra, ref = FORMS[k]
     node = var.owner
-    kernel = node.op.c_kernel(node)
+    kernel = cpu_kernel(node)
     assert kernel is not None, node
     for arr in layouts(data((3, 4, 5), "float64")):
         compare(node, [arr] + extra, kernel)
@@ -70,7 +71,7 @@ def test_forms_dtypes(dtype):
     x = T.tensor(dtype, shape=(None, None, None), name="x")
     for var in [x[IV, :, JV], x[MASK, 1:], x[:, M2]]:
         node = var.owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         extra = {IV: I4, JV: J4, MASK: M3, M2: M45}
         for arr in layouts(data((3, 4, 5), dtype)):
             compare(node, [arr] + [extra[v] for v in node.inputs[1:]], kernel)
@@ -85,12 +86,12 @@ def test_non_contiguous_and_reversed_indices():
     big = np.zeros((8, 10), bool)
     big[::2, ::2] = M45
     for arr in layouts(data((3, 4, 5), "float64")):
-        compare(node, [arr, I4[::-1], J4[::-2]], node.op.c_kernel(node))
-        compare(node2, [arr, big[::2, ::2]], node2.op.c_kernel(node2))
-        compare(node2, [arr, M45[::-1, ::-1]], node2.op.c_kernel(node2))
+        compare(node, [arr, I4[::-1], J4[::-2]], cpu_kernel(node))
+        compare(node2, [arr, big[::2, ::2]], cpu_kernel(node2))
+        compare(node2, [arr, M45[::-1, ::-1]], cpu_kernel(node2))
     node3 = X[T.lmatrix("im"), :, JV].owner
     for im in (idx, idx.T.copy().T, idx[::-1]):
-        compare(node3, [data((3, 4, 5), "float64"), im, jdx[::2][:2]], node3.op.c_kernel(node3))
+        compare(node3, [data((3, 4, 5), "float64"), im, jdx[::2][:2]], cpu_kernel(node3))
 
 
 def test_empty_results():
@@ -200,7 +201,7 @@ def test_inc_set_forms(dtype, set_):
     for form, extra in forms:
         for ndim in (form(x).ndim, 1):
             node = fn(form(x), T.tensor(dtype, shape=(None,) * ndim, name="y")).owner
-            kernel = node.op.c_kernel(node)
+            kernel = cpu_kernel(node)
             yval = data(_target_shape(node, arr, extra)[-ndim:], dtype, seed=4)
             for xarr in layouts(arr):
                 for yarr in layouts(yval):
@@ -255,7 +256,7 @@ def test_inc_set_errors():
 def test_inc_inplace_with_mask():
     node = AdvancedIncSubtensor(("?", SliceSpec(1, None, None)), inplace=True)(
         X, T.dvector("y"), MASK).owner
-    assert node.op.c_kernel(node).kind == "inplace"
+    assert cpu_kernel(node).kind == "inplace"
     arr = data((3, 4, 5), "float64")[:, ::-1]
     want = run_python(node, [arr.copy(), np.arange(5.0), M3])[0]
     (out,) = run_kernel(node, [arr, np.arange(5.0), M3])
@@ -326,13 +327,13 @@ def test_random_forms_against_perform(seed):
             continue
         var, values, arr = case
         node = var.owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         for variant in layouts(arr):
             compare(node, [variant] + values, kernel)
         # The same index incremented by a row (the error paths included).
         inc = T.inc_subtensor(var, T.tensor("float32", shape=(None,), name="y")).owner
         yval = data(_result_shape(node, arr, values)[-1:], "float32", seed=1)
-        compare(inc, [arr, yval] + values, inc.op.c_kernel(inc))
+        compare(inc, [arr, yval] + values, cpu_kernel(inc))
         done += 1
 
 
@@ -353,7 +354,7 @@ def test_nonzero_dtypes_and_layouts(dtype):
     for shape in [(7,), (3, 4), (2, 3, 4)]:
         x = T.tensor(dtype, shape=(None,) * len(shape), name="x")
         node = T.nonzero(x)[0].owner
-        kernel = node.op.c_kernel(node)
+        kernel = cpu_kernel(node)
         assert kernel is not None
         arr = data(shape, dtype)
         if dtype != "bool":

@@ -8,6 +8,7 @@ import symgraph.tensor as T
 from symgraph.compile.native.kernel import VIEW_OR_COPY, CKernel
 from symgraph.compile.native.linker import NoNativeCodeError
 from symgraph.graph.basic import Apply, Op
+from symgraph.backends import register_lowering
 
 SCALE_SOURCE = """
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
@@ -42,7 +43,7 @@ class Scale(Op):
             raise ValueError("thirteen elements: 13")
         out[0][0] = self.factor * inputs[0]
 
-    def c_kernel(self, node):
+    def cpu_lowering(self, node):
         factor = self.factor + (1.0 if self.wrong else 0.0)
         return CKernel(source=f"#define FACTOR {factor!r}\n{SCALE_SOURCE}#undef FACTOR\n")
 
@@ -64,7 +65,7 @@ class Reverse(_ViewOfInput):
     def perform(self, node, inputs, out):
         out[0][0] = inputs[0][::-1]
 
-    def c_kernel(self, node):
+    def cpu_lowering(self, node):
         return CKernel(kind="view", view_of=(0,), source="""
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
     out[0].ndim = 1;
@@ -103,7 +104,7 @@ class Head(_ViewOfInput):
     def perform(self, node, inputs, out):
         out[0][0] = inputs[0][:inputs[0].shape[0] // 2]
 
-    def c_kernel(self, node):
+    def cpu_lowering(self, node):
         return CKernel(kind=VIEW_OR_COPY, view_of=(0,), source=HEAD_SOURCE)
 
 
@@ -129,6 +130,12 @@ def private_compiledir(tmp_path_factory):
 
 def compile_(inputs, outputs, linker="c|py", **kwargs):
     return symgraph.function(inputs, outputs, mode=symgraph.Mode(linker=linker), **kwargs)
+
+# The native backend's lowering of these test ops (ops themselves hold no code).
+register_lowering(Scale, Scale.cpu_lowering)
+register_lowering(Reverse, Reverse.cpu_lowering)
+register_lowering(Head, Head.cpu_lowering)
+
 
 
 def test_native_step_runs_and_matches_perform():

@@ -12,6 +12,7 @@ import symgraph.tensor as T
 from symgraph.compile.native.reduce_codegen import PAIR_BLOCK, PLAIN_BLOCK, COL_CHUNK
 from symgraph.ops import reduce as R
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
+from symgraph.compile.native.lowerings import cpu_kernel
 
 RNG = np.random.default_rng(42)
 
@@ -232,4 +233,4 @@ def test_non_reduction_scalar_ops_have_no_kernel():
 
     x = T.matrix("x")
     op = R.CAReduce(sb.Maximum(), (0,))
-    assert op.c_kernel(op.make_node(x)) is None
+    assert cpu_kernel(op.make_node(x)) is None

@@ -28,6 +28,7 @@ from symgraph.compile.native.reduce_codegen import (COL_UNIT, PAIR_BLOCK, PLAIN_
 from symgraph.config import config
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
+from symgraph.compile.native.lowerings import cpu_kernel
 
 RNG = np.random.default_rng(7)
 THREADS = (1, 2, 3)
@@ -50,9 +51,9 @@ def threads(count):
 def kernels(node):
     """(serial kernel, OpenMP kernel with no size threshold) of ``node``."""
     with config.change_flags(openmp=False):
-        serial = node.op.c_kernel(node)
+        serial = cpu_kernel(node)
     with config.change_flags(openmp=True, openmp_elemwise_minsize=0):
-        parallel = node.op.c_kernel(node)
+        parallel = cpu_kernel(node)
     assert not serial.openmp and "#pragma omp" not in serial.source
     assert parallel.openmp and "#pragma omp parallel" in parallel.source
     return serial, parallel
@@ -292,7 +293,7 @@ def test_openmp_and_its_threshold_reach_the_cache_key():
     for flags in ({"openmp": False}, {"openmp": True, "openmp_elemwise_minsize": 10},
                   {"openmp": True, "openmp_elemwise_minsize": 20}):
         with config.change_flags(**flags):
-            keys.add(_kernel_key(node.op.c_kernel(node)))
+            keys.add(_kernel_key(cpu_kernel(node)))
     assert len(keys) == 3
 
 
@@ -302,10 +303,11 @@ def test_thread_count_from_the_environment(tmp_path):
     script = (
         "import sys, numpy as np, symgraph.tensor as T\n"
         "from symgraph.compile.function import function\n"
+        "from symgraph.compile.native.lowerings import cpu_kernel\n"
         "x = T.matrix('x', dtype='float32')\n"
         "v = np.random.default_rng(1).random((300, 4000)).astype('float32')\n"
         "f = function([x], [T.sum(T.exp(x)), T.max(x, axis=0), T.argmax(x)])\n"
-        "kernels = [n.op.c_kernel(n) for n in f.maker.fgraph.toposort()]\n"
+        "kernels = [cpu_kernel(n) for n in f.maker.fgraph.toposort()]\n"
         "print(any(k is not None and k.openmp for k in kernels))\n"
         "np.save(sys.argv[1], np.concatenate("
         "[np.atleast_1d(np.asarray(o, dtype='float64')) for o in f(v)]))\n")

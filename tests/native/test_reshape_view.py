@@ -20,6 +20,7 @@ from symgraph.compile.native.kernel import VIEW_OR_COPY
 from symgraph.graph.destroy import DestroyHandler
 from symgraph.ops.shape import Reshape
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
+from symgraph.compile.native.lowerings import cpu_kernel
 
 LINKERS = ["c|py", "c"]
 
@@ -53,7 +54,7 @@ def assert_like_numpy(arr, new):
 
 
 def test_reshape_kernel_is_view_or_copy():
-    kernel = reshape_node(1).op.c_kernel(reshape_node(1))
+    kernel = cpu_kernel(reshape_node(1))
     assert kernel.kind == VIEW_OR_COPY and kernel.view_of == (0,)
 
 

@@ -88,6 +88,27 @@ def _dot_out_dims(x_ndim, y_ndim):
 
 # -- Dot ------------------------------------------------------------------------------------
 
+def dot_lowering(op, node):
+    """The lowering of a ``Dot`` node (see ``dot_kernel``)."""
+    x, y = node.inputs
+    return dot_kernel(x.dtype, y.dtype, node.outputs[0].dtype, x.ndim, y.ndim)
+
+
+def batched_dot_lowering(op, node):
+    """The lowering of a ``BatchedDot`` node: float32/float64 with one dtype
+    throughout, a BLAS call per batch entry; None otherwise."""
+    x, y = node.inputs
+    if not x.dtype == y.dtype == node.outputs[0].dtype:
+        return None
+    return batched_dot_kernel(x.dtype, op.nbatch, x.ndim, y.ndim,
+                              x.type.broadcastable, y.type.broadcastable)
+
+
+def blas_update_lowering(op, node):
+    """The lowering of a ``Gemm``, ``Gemv`` or ``Ger`` node."""
+    return blas_update_kernel(type(op).__name__, node.outputs[0].dtype, inplace=op.inplace)
+
+
 def dot_kernel(x_dtype, y_dtype, out_dtype, x_ndim, y_ndim):
     """The CKernel of ``Dot`` for these dtypes and ranks (1 or 2), or None."""
     x_dtype, y_dtype, out_dtype = str(x_dtype), str(y_dtype), str(out_dtype)

@@ -584,16 +584,15 @@ def _shape_source(op, node, kind, mask, name, axes):
             + "\n".join(checks) + "\n" + "\n".join(fills) + "\n    return 0;\n}\n")
 
 
-def bn_kernel(op, node):
-    """The CKernel of an ``AbstractBatchNormTrain``, ``AbstractBatchNormTrainGrad``
-    or ``AbstractBatchNormInference`` node, or None where it has no native code
-    (inputs of different dtypes, more than 32 dimensions)."""
+def bn_kernel(kind, op, node):
+    """The CKernel of a batch-norm node, or None where it has no native code
+    (inputs of different dtypes, more than 32 dimensions).  ``kind``: "train"
+    (``AbstractBatchNormTrain``), "grad" (``AbstractBatchNormTrainGrad``) or
+    "infer" (``AbstractBatchNormInference``), as the lowering table says."""
     from symgraph.ops import bn
 
-    kind = {bn.AbstractBatchNormTrain: "train", bn.AbstractBatchNormTrainGrad: "grad",
-            bn.AbstractBatchNormInference: "infer"}.get(type(op))
     dtype = str(node.outputs[0].dtype)
-    if kind is None or dtype not in _DTYPES or node.inputs[0].ndim > 32:
+    if dtype not in _DTYPES or node.inputs[0].ndim > 32:
         return None
     work = bn.work_dtype(dtype)
     scalars = {"train": (3, 4), "grad": (5,), "infer": (5,)}[kind]

@@ -345,6 +345,11 @@ def _c_string(text, limit=160):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
+def elemwise_lowering(op, node):
+    """The lowering of an ``Elemwise`` node (see ``elemwise_kernel``)."""
+    return elemwise_kernel(node)
+
+
 def elemwise_kernel(node):
     """The CKernel of an Elemwise node, or None (a dtype or member without C)."""
     from symgraph.config import config

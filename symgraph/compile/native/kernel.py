@@ -1,7 +1,8 @@
-"""What an op gives the native backend: a CKernel (C source plus how to call it).
+"""What the native backend makes of a node: a CKernel (C source plus how to call it).
 
-An op with native code implements ``c_kernel(self, node) -> CKernel | None``
-(None: this node runs its Python ``perform``).  The kernel's source follows
+The backend's lowering table (``lowerings.py``) maps an op class to the rule
+``rule(op, node) -> CKernel | None`` (None: this node runs its Python
+``perform``).  The kernel's source follows
 the ABI of ``c_src/sg_kernel.h``: it defines ``int SG_FN(run)(const sg_array
 *in, sg_array *out, sg_error *err)`` and, for compute kernels, ``int
 SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err)``.

@@ -1,6 +1,7 @@
 """The native linker: turns a scheduled FunctionGraph into a runtime Program.
 
-Each node's kernel (``op.c_kernel(node)``) is looked up in the kernel index of
+Each node's kernel (its lowering by this backend's table, ``lowerings.py``) is
+looked up in the kernel index of
 the compile cache by a key over its source, the compiler, the CPU and the flags
 that change code; the kernels not found are compiled together into one library
 (or, for a large function on several cores, a few libraries compiled in
@@ -24,7 +25,9 @@ import numpy as np
 
 from symgraph.compile.native.assemble import C_SRC, MANIFEST_SYMBOL, assemble, kernel_prefix
 from symgraph.compile.native.compiler import prepare_openmp_environment
+from symgraph.backends.lowering import lowering_rule
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
+from symgraph.compile.native.lowerings import BACKEND, cpu_kernel
 from symgraph.compile.native.support_lib import bind_library, set_support_symbol
 from symgraph.config import config
 from symgraph.graph.basic import Constant
@@ -99,15 +102,14 @@ def _compiler_wanted():
 
 def node_kernel(node):
     """The node's CKernel, or None when it has no native code."""
-    getter = getattr(node.op, "c_kernel", None)
-    if getter is None:
+    if lowering_rule(node.op, BACKEND) is None:
         return None
     from symgraph.compile.native.c_types import has_c_type
 
     for var in node.inputs + node.outputs:
         if not has_c_type(getattr(var.type, "dtype", "object")):
             return None
-    return getter(node)
+    return cpu_kernel(node)
 
 
 @functools.lru_cache(maxsize=1)

@@ -456,19 +456,20 @@ def _c_string(text):
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
-def nnet_kernel(op, node):
-    """The CKernel of a ``Softmax``, ``LogSoftmax`` or ``SoftmaxGrad`` node, or
-    None where it has no native code (dtypes other than float16/32/64)."""
+#: The lowering table's names of the three kernels.
+_CODES = {"softmax": SOFTMAX, "log_softmax": LOG_SOFTMAX, "softmax_grad": GRAD}
+
+
+def nnet_kernel(kind, op, node):
+    """The CKernel of a ``Softmax`` (``kind`` "softmax"), ``LogSoftmax``
+    ("log_softmax") or ``SoftmaxGrad`` ("softmax_grad") node, or None where it
+    has no native code (dtypes other than float16/32/64)."""
     from symgraph.compile.native.elemwise_codegen import MVEC_SUPPORT
-    from symgraph.ops import nnet
 
     dtype = str(node.outputs[0].dtype)
     if dtype not in _DTYPES or any(str(v.dtype) != dtype for v in node.inputs):
         return None
-    code = {nnet.Softmax: SOFTMAX, nnet.LogSoftmax: LOG_SOFTMAX, nnet.SoftmaxGrad: GRAD}.get(
-        type(op))
-    if code is None:
-        return None
+    code = _CODES[kind]
     nin = len(node.inputs)
     axis = op._axis(node.inputs[-1].ndim)
     name = _c_string(str(op))

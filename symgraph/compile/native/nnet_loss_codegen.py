@@ -185,16 +185,14 @@ def _shape_code(mat, tgt, grad, name):
     return checks
 
 
-def loss_kernel(op, node):
-    """The CKernel of a cross-entropy node of ``ops/nnet_loss.py``, or None
-    where it has no native code (a dtype other than float16/32/64)."""
+def loss_kernel(kind, op, node):
+    """The CKernel of a cross-entropy node of ``ops/nnet_loss.py`` (``kind``: its
+    op's class name, a key of ``_LAYOUT``), or None where it has no native code
+    (a dtype other than float16/32/64)."""
     from symgraph.compile.native.elemwise_codegen import MVEC_SUPPORT
     from symgraph.compile.native.support_lib import SUPPORT_ENTRY
 
-    layout = _LAYOUT.get(type(op).__name__)
-    if layout is None:
-        return None
-    code, mat, tgt, grad = layout
+    code, mat, tgt, grad = _LAYOUT[kind]
     dtype = str(node.outputs[0].dtype)
     if dtype not in _DTYPES:
         return None

@@ -322,27 +322,24 @@ def _coords(gen):
     return "\n".join(lines)
 
 
-def argmax_kernel(op, node):
-    """The CKernel of a ``MaxPoolWithArgmax`` or ``MaxPoolGradFromArgmax``
-    node, or None (other dtypes, and the gather, run the Python ``perform``)."""
-    from symgraph.ops.pool_argmax import MaxPoolGradFromArgmax, MaxPoolWithArgmax, argmax_dtype
+def argmax_kernel(kind, op, node):
+    """The CKernel of a ``MaxPoolWithArgmax`` (``kind`` "forward") or
+    ``MaxPoolGradFromArgmax`` ("backward") node, or None (other dtypes run the
+    Python ``perform``)."""
+    from symgraph.ops.pool_argmax import argmax_dtype
 
     x = node.inputs[0]
     dtype = str(x.dtype)
-    argmax = node.outputs[1] if isinstance(op, MaxPoolWithArgmax) else node.inputs[2]
+    forward = kind == "forward"
+    argmax = node.outputs[1] if forward else node.inputs[2]
     if dtype not in _FLOATS or str(argmax.dtype) != argmax_dtype(op.ws):
         return None
-    if isinstance(op, MaxPoolGradFromArgmax) and str(node.inputs[1].dtype) != dtype:
+    if not forward and str(node.inputs[1].dtype) != dtype:
         return None
     gen = _Gen(op, dtype)
     gen.dtype = dtype
     argmax_t = c_type(str(argmax.dtype))
-    if isinstance(op, MaxPoolWithArgmax):
-        code = _forward(gen, argmax_t)
-    elif isinstance(op, MaxPoolGradFromArgmax):
-        code = _backward(gen, argmax_t)
-    else:
-        return None
+    code = _forward(gen, argmax_t) if forward else _backward(gen, argmax_t)
     source = f"/* {gen.name} */\n" + _GEOMETRY.substitute(gen.subs()) + code
     return CKernel(source=source, headers=('"sg_pool_argmax.h"',), openmp=gen.openmp,
                    version=VERSION)

@@ -350,24 +350,19 @@ def _is_2x2_max(op, c_type_name):
             and op.stride == (2, 2) and op.pad == (0, 0))
 
 
-def pool_kernel(op, node):
-    """The CKernel of a ``Pool``, ``MaxPoolGrad``, ``AveragePoolGrad`` or
-    ``DownsampleFactorMaxGradGrad`` node, or None (dtypes other than
-    float16/32/64 run the Python ``perform``)."""
-    from symgraph.ops.pool import Pool
-    from symgraph.ops.pool_grad import (AveragePoolGrad, DownsampleFactorMaxGradGrad,
-                                        MaxPoolGrad)
-
+def pool_kernel(kind, op, node):
+    """The CKernel of a ``Pool`` (``kind`` "forward"), ``MaxPoolGrad``
+    ("max_grad"), ``AveragePoolGrad`` ("avg_grad") or
+    ``DownsampleFactorMaxGradGrad`` ("grad_grad") node, or None (dtypes other
+    than float16/32/64 run the Python ``perform``)."""
     from symgraph.compile.native.pool_grad_codegen import avg_grad, grad_grad, max_grad
 
     dtype = str(node.outputs[0].dtype)
     if dtype not in _FLOATS or any(str(v.dtype) != dtype for v in node.inputs):
         return None
     gen = _Gen(op, dtype)
-    build = {Pool: _forward, MaxPoolGrad: max_grad, AveragePoolGrad: avg_grad,
-             DownsampleFactorMaxGradGrad: grad_grad}.get(type(op))
-    if build is None:
-        return None
+    build = {"forward": _forward, "max_grad": max_grad, "avg_grad": avg_grad,
+             "grad_grad": grad_grad}[kind]
     source = f"/* {gen.name} */\n" + _GEOMETRY.substitute(gen.subs()) + build(gen)
     return CKernel(source=source, headers=('"sg_pool_argmax.h"',), openmp=gen.openmp,
                    version=VERSION)

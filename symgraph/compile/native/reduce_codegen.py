@@ -658,6 +658,14 @@ def careduce_kernel(op, node):
 
 # -- a reduction fused with the element-wise op that feeds it ----------------------
 
+def fused_reduce_lowering(op, node):
+    """The lowering of a ``ReduceOfElemwise`` node: one loop, ``pre`` per
+    element inside the reduction."""
+    from symgraph.ops.elemwise import Elemwise
+
+    return fused_kernel(op.reduce_op, op.pre, node, str(Elemwise(op.pre)))
+
+
 def fused_kernel(reduce_op, pre, node, elemwise_name):
     """The kernel of ``reduce_op(Elemwise(pre)(*node.inputs))`` computed in one
     pass: ``pre`` (a ScalarOp, often a Composite) is evaluated per element
