@@ -31,6 +31,9 @@ import numpy as np
 from symgraph.compile.errors import MissingInputError, UnusedInputError
 from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
+# The native CPU backend registers its lowerings and fusion support on import:
+# the rewrites that run before any kernel is built ask it what can be fused.
+from symgraph.compile.native import lowerings as _cpu_backend  # noqa: F401
 from symgraph.compile.shared import SharedVariable
 from symgraph.compile.vm import (VM, ProfileStats, check_steps, debug_check, nan_guard_check,
                                  update_guard)

@@ -22,6 +22,7 @@ broadcast over every reduced axis is loaded once per output element.
 from symgraph.graph.basic import Apply, Op
 from symgraph.ops import reduce as R
 from symgraph.ops.elemwise import Elemwise
+from symgraph.opt.fusion_support import can_fuse_reduction
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import node_rewriter
 from symgraph.tensor.basic import as_tensor_variable
@@ -89,23 +90,6 @@ class ReduceOfElemwise(Op):
         return rnode.op.infer_shape(fgraph, rnode, [shape])
 
 
-def _has_c(scalar_op, dtypes):
-    """True when ``scalar_op`` has C code for inputs of ``dtypes``."""
-    from symgraph.compile.native.c_types import has_c_type
-    from symgraph.compile.native.reduce_codegen import pre_body
-
-    try:
-        out = str(scalar_op.output_dtypes(*dtypes)[0])
-        cin = [str(d) for d in scalar_op.c_input_dtypes(*dtypes)]
-        if not all(has_c_type(d) for d in list(dtypes) + cin + [out]):
-            return False
-        if scalar_op.c_error_messages(cin):
-            return False
-        return pre_body(scalar_op, [f"x{k}" for k in range(len(cin))], cin, out) is not None
-    except (TypeError, NotImplementedError, KeyError):
-        return False
-
-
 def _will_be_fused_into(fgraph, var, consumer):
     """True when element-wise fusion (``opt.fusion``, same phase) would merge
     ``var``'s producer into ``consumer``: an Elemwise with C code, the same
@@ -131,7 +115,7 @@ def local_reduce_of_elemwise(fgraph, node):
     if [c for c, _ in fgraph.clients.get(x, [])] != [node]:
         return None  # used elsewhere (or a graph output): the temporary stays
     dtypes = [str(i.dtype) for i in producer.inputs]
-    if not _has_c(producer.op.scalar_op, dtypes):
+    if not can_fuse_reduction(producer.op.scalar_op, dtypes):
         return None
     # Element-wise fusion (same phase) merges the producer's own element-wise
     # inputs into it first; fusing now would strand them as a temporary.

@@ -35,31 +35,11 @@ import heapq
 
 from symgraph.graph.basic import Constant
 from symgraph.opt.driver import replace_validated
+from symgraph.opt.fusion_support import can_fuse_elemwise
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import graph_rewriter
 
 __all__ = ["elemwise_fusion", "find_regions", "fuse_region", "is_fusable"]
-
-def _has_c(scalar_op, in_dtypes):
-    from symgraph.compile.native.c_types import has_c_type
-
-    # Kept on the op, not in a module-level table: fused Composites are made per
-    # graph, and a global table would keep every one alive after its function.
-    known = scalar_op.__dict__.setdefault("_has_c_for", {})
-    found = known.get(in_dtypes)
-    if found is None:
-        try:
-            out_dtypes = [str(d) for d in scalar_op.output_dtypes(*in_dtypes)]
-            want = scalar_op.c_input_dtypes(*in_dtypes)
-            found = all(has_c_type(d) for d in list(in_dtypes) + out_dtypes + list(want)) \
-                and scalar_op.c_body([f"x{i}" for i in range(len(in_dtypes))], list(want),
-                                     [f"y{k}" for k in range(len(out_dtypes))],
-                                     out_dtypes) is not None
-        except (TypeError, ValueError, NotImplementedError):
-            found = False
-        known[in_dtypes] = found
-    return found
-
 
 def is_fusable(node):
     """Whether ``node`` may join a fused region (see the module docstring)."""
@@ -68,7 +48,7 @@ def is_fusable(node):
     op = node.op
     if not isinstance(op, Elemwise) or op.inplace_pattern:
         return False
-    return _has_c(op.scalar_op, tuple(str(v.dtype) for v in node.inputs))
+    return can_fuse_elemwise(op.scalar_op, tuple(str(v.dtype) for v in node.inputs))
 
 
 def _pattern(node):

@@ -1,5 +1,5 @@
 """The native CPU backend's lowering table: which generator turns a node of
-each op class into a ``CKernel``.
+each op class into a ``CKernel``; and its answers to the fusion rewrites.
 
 Ops carry no reference to this backend: this table is the one place that
 connects them.  Rules are named ``"module:function"`` and imported when a node
@@ -9,10 +9,12 @@ A class not listed here (nor a base class of it) runs its Python ``perform``.
 """
 
 from symgraph.backends.lowering import lower, register_lowering
+from symgraph.compile.native.fusable import elemwise_has_c, reduction_has_c
 from symgraph.ops import (advanced_subtensor, alloc, blas, bn, dnn_conv, elemwise, gemm,
                           join, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce, shape,
                           subtensor)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
+from symgraph.opt.fusion_support import register_fusion_support
 
 __all__ = ["BACKEND", "cpu_kernel"]
 
@@ -85,6 +87,8 @@ _TABLE = [
 
 for _cls, _rule, _args in _TABLE:
     register_lowering(_cls, _G + _rule, backend=BACKEND, args=_args)
+
+register_fusion_support(BACKEND, elemwise=elemwise_has_c, reduction=reduction_has_c)
 
 
 def cpu_kernel(node):
