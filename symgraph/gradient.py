@@ -36,35 +36,10 @@ __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "numeric_
            "grad_undefined"]
 
 
-# ---------------------------------------------------------------------------
-# Placeholders that ops' grad methods return
-
-
-def disconnected_grad_for(x):
-    """The placeholder for 'the output does not depend on x'."""
-    return DisconnectedType()()
-
-
-def is_disconnected(var):
-    """True when ``var`` is a 'does not depend on' placeholder."""
-    return isinstance(var, Variable) and isinstance(var.type, DisconnectedType)
-
-
-def is_null(var):
-    """True when ``var`` is an 'undefined / not implemented' placeholder."""
-    return isinstance(var, Variable) and isinstance(var.type, NullType)
-
-
-def grad_not_implemented(op, index, x, comment=""):
-    """A NullType placeholder: the gradient of ``op`` wrt input ``index`` is not implemented."""
-    return NullType(f"the gradient of {op} with respect to its input {index} is not "
-                    f"implemented{': ' + comment if comment else ''}")()
-
-
-def grad_undefined(op, index, x, comment=""):
-    """A NullType placeholder: the gradient is mathematically undefined."""
-    return NullType(f"the gradient of {op} with respect to its input {index} is "
-                    f"undefined{': ' + comment if comment else ''}")()
+# Placeholders that ops' grad methods return: defined below the ops
+# (graph/gradient_markers.py), so that ops need not import this module.
+from symgraph.graph.gradient_markers import (  # noqa: E402
+    disconnected_grad_for, grad_not_implemented, grad_undefined, is_disconnected, is_null)
 
 
 # ---------------------------------------------------------------------------

@@ -59,7 +59,7 @@ class DisconnectedGrad(GradientShapingOp):
     """Identity that ``grad`` sees as not depending on its input at all."""
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         return [disconnected_grad_for(inputs[0])]
 
@@ -74,7 +74,7 @@ class UndefinedGrad(GradientShapingOp):
     """Identity whose gradient is undefined: ``grad`` through it raises."""
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import grad_undefined
+        from symgraph.graph.gradient_markers import grad_undefined
 
         return [grad_undefined(self, 0, inputs[0],
                                "the graph marks it undefined with undefined_grad()")]

@@ -270,7 +270,7 @@ class Op(PropsValue):
         return self.grad(inputs, output_grads)
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import grad_not_implemented
+        from symgraph.graph.gradient_markers import grad_not_implemented
 
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
 

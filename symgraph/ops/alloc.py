@@ -14,7 +14,7 @@ __all__ = ["Alloc", "Eye", "ARange", "alloc", "zeros", "ones", "eye", "identity_
 
 
 def _disconnected(x):
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return disconnected_grad_for(x)
 

@@ -485,7 +485,7 @@ class AbstractConvGradInputs(BaseAbstractConv):
             node.inputs[2][i] for i in range(self.convdim)))
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         kern, top, shape = inputs
         (d_img,) = output_grads
@@ -542,7 +542,7 @@ class AbstractConvGradWeights(BaseAbstractConv):
             node.inputs[2][i] for i in range(self.convdim)))
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         img, top, shape = inputs
         (d_kern,) = output_grads

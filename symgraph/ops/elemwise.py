@@ -97,7 +97,7 @@ class Elemwise(Op):
 
     def R_op(self, inputs, eval_points):
         from symgraph.ops.math import ones_like
-        from symgraph.gradient import is_disconnected
+        from symgraph.graph.gradient_markers import is_disconnected
 
         node = self.make_node(*inputs)
         outs = node.outputs
@@ -213,7 +213,7 @@ def check_runtime_broadcast(node, values):
 
 def reduce_to_input_shape(grad, x):
     """Sum ``grad`` over the dimensions where ``x`` was broadcast, cast to x's dtype."""
-    from symgraph.gradient import is_disconnected
+    from symgraph.graph.gradient_markers import is_disconnected
 
     if grad is None or is_disconnected(grad) or getattr(grad.type, "is_null", False):
         return grad

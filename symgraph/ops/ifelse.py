@@ -96,7 +96,7 @@ class IfElse(Op):
         return pattern
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for, is_disconnected
+        from symgraph.graph.gradient_markers import disconnected_grad_for, is_disconnected
 
         cond = inputs[0]
         n = self.n_outs
@@ -196,9 +196,9 @@ def _same_size(a, b):
 
 
 def _zeros_like(x):
-    import symgraph.tensor as T
+    from symgraph.ops.math import zeros_like
 
-    return T.zeros_like(x)
+    return zeros_like(x)
 
 
 def _as_type_of(grad, x):

@@ -13,7 +13,7 @@ __all__ = ["MakeVector", "Join", "Split", "make_vector", "concatenate", "join", 
 
 
 def _disconnected(x):
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return disconnected_grad_for(x)
 
@@ -303,7 +303,7 @@ class Split(Op):
         return [[True] * self.len_splits, [False] * self.len_splits]
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import is_disconnected
+        from symgraph.graph.gradient_markers import is_disconnected
         from symgraph.ops.alloc import zeros
         from symgraph.ops.shape import shape_i
         from symgraph.ops.subtensor import getitem

@@ -136,7 +136,7 @@ class MRGUniform(Op):
         return [[True, False], [False, False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import grad_undefined
+        from symgraph.graph.gradient_markers import grad_undefined
 
         return [grad_undefined(self, i, x, "no gradient through random sampling")
                 for i, x in enumerate(inputs)]
@@ -200,7 +200,7 @@ class MultinomialFromUniform(Op):
         return [input_shapes[0]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import grad_undefined
+        from symgraph.graph.gradient_markers import grad_undefined
 
         return [grad_undefined(self, i, x, "no gradient through random sampling")
                 for i, x in enumerate(inputs)]

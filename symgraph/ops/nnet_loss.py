@@ -132,7 +132,7 @@ def _is_zero(var):
 
 
 def _disconnected(x):
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return disconnected_grad_for(x)
 

@@ -127,7 +127,7 @@ class MaxPoolWithArgmax(_ArgmaxBase):
         return [[True, False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import is_disconnected
+        from symgraph.graph.gradient_markers import is_disconnected
 
         (x,), gz = inputs, output_grads[0]
         if is_disconnected(gz):
@@ -169,7 +169,7 @@ class MaxPoolGradFromArgmax(_ArgmaxBase):
         return [[False], [True], [False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         x, _, argmax = inputs
         (ggx,) = output_grads
@@ -213,7 +213,7 @@ class MaxPoolArgmaxGather(_ArgmaxBase):
         return [[False], [True], [False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         x, _, argmax = inputs
         (gz,) = output_grads

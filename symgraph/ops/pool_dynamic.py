@@ -110,7 +110,7 @@ class PoolDynamic(_DynamicBase):
         return [tuple(out)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         x, ws, stride, pad = inputs
         grad_op = PoolDynamicGrad(self.ndim, self.ignore_border, self.mode)
@@ -153,7 +153,7 @@ class PoolDynamicGrad(_DynamicBase):
         return [tuple(input_shapes[0])]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import grad_not_implemented
+        from symgraph.graph.gradient_markers import grad_not_implemented
 
         return [grad_not_implemented(self, i, v, "second derivatives of pooling with a "
                                      "symbolic window") for i, v in enumerate(inputs)]

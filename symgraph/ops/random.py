@@ -243,7 +243,7 @@ class RandomVariable(Op):
         return [[True, False]] + [[False, False] for _ in node.inputs[1:]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for, grad_undefined
+        from symgraph.graph.gradient_markers import disconnected_grad_for, grad_undefined
 
         # No gradient flows through a draw: undefined for the generator state,
         # disconnected for size and the distribution parameters (so grad()

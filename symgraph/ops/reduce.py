@@ -350,7 +350,7 @@ class _Logical(_FixedReduce):
         return [[False]]
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         return [disconnected_grad_for(inputs[0])]
 

@@ -106,7 +106,7 @@ class ScalarOp(PropsValue):
         ``inputs``/``outputs`` are the Elemwise's tensor variables; the
         Elemwise sums over broadcast dimensions afterwards.
         """
-        from symgraph.gradient import grad_not_implemented
+        from symgraph.graph.gradient_markers import grad_not_implemented
 
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
 

@@ -24,7 +24,7 @@ def c_real(dtype):
 
 def disconnected_grads(inputs):
     """The gradient of an op disconnected from every one of ``inputs``."""
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return [disconnected_grad_for(x) for x in inputs]
 

@@ -639,7 +639,7 @@ class TriGamma(_Special):
         return scipy.special.polygamma(1, x)
 
     def grad(self, inputs, outputs, output_grads):
-        from symgraph.gradient import grad_not_implemented
+        from symgraph.graph.gradient_markers import grad_not_implemented
 
         return [grad_not_implemented(self, 0, inputs[0])]
 

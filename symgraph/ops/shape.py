@@ -27,7 +27,7 @@ __all__ = ["Shape", "Shape_i", "SpecifyShape", "Unbroadcast", "Reshape", "shape"
 
 
 def _disconnected(x):
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return disconnected_grad_for(x)
 

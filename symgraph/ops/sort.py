@@ -81,7 +81,7 @@ class ArgSort(_SortBase):
         return [[False]]
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         return [disconnected_grad_for(inputs[0])]
 
@@ -183,7 +183,7 @@ class RepeatIndices(Op):
         return [[False]]
 
     def grad(self, inputs, output_grads):
-        from symgraph.gradient import disconnected_grad_for
+        from symgraph.graph.gradient_markers import disconnected_grad_for
 
         return [disconnected_grad_for(inputs[0])]
 

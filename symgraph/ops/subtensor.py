@@ -42,7 +42,7 @@ FULL_SLICE = SliceSpec(None, None, None)
 
 
 def _disconnected(x):
-    from symgraph.gradient import disconnected_grad_for
+    from symgraph.graph.gradient_markers import disconnected_grad_for
 
     return disconnected_grad_for(x)
 
