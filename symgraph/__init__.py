@@ -22,6 +22,9 @@ _LAZY = {
     "hessian": "symgraph.gradient", "Rop": "symgraph.gradient", "Lop": "symgraph.gradient",
     "gradient": None, "printing": None, "ifelse": None, "opt": None,
     "debugprint": "symgraph.printing", "pp": "symgraph.printing",
+    "scan": "symgraph.scan", "map": "symgraph.scan", "reduce": "symgraph.scan",
+    "foldl": "symgraph.scan", "foldr": "symgraph.scan", "scan_checkpoints": "symgraph.scan",
+    "scan_module": None,
 }
 
 
@@ -33,7 +36,12 @@ def __getattr__(name):
     module = _LAZY[name]
     if module is None:
         return importlib.import_module(f"symgraph.{name}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    if module == "symgraph.scan":
+        # Importing the package symgraph.scan bound the name to the module;
+        # Theano's symgraph.scan is the function.
+        globals()[name] = value
+    return value
 
 
 def __dir__():

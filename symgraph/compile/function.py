@@ -263,6 +263,11 @@ class FunctionMaker:
         start = time.perf_counter()
         fgraph = self.fgraph
         order = fgraph.toposort()
+        for node in order:
+            # Ops with an inner graph (scan) compile it once, in this function's mode.
+            prepare = getattr(node.op, "prepare_node", None)
+            if prepare is not None:
+                prepare(node, self.mode)
         storage = {}
         for var in fgraph.inputs:
             storage[var] = [None]

@@ -14,6 +14,7 @@ from symgraph.ops.subtensor import *  # noqa: F401,F403
 from symgraph.ops.math_extra import *  # noqa: F401,F403
 from symgraph.ops.sort import *  # noqa: F401,F403
 from symgraph.tensor import nnet  # noqa: F401,E402
+from symgraph.tensor import shared_randomstreams  # noqa: F401,E402  (T.shared_randomstreams)
 
 
 def grad(cost, wrt, **kwargs):

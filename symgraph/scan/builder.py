@@ -1,0 +1,155 @@
+"""Building Scan nodes from a step graph (shared by ``scan()`` and the gradient).
+
+``build_scan`` takes the step graph with its inputs already sorted into roles
+(sequence slices, recurrent taps, states, non-sequences) and
+
+1. closes it: every other variable the step uses (a shared variable, an outer
+   expression) becomes a non-sequence, fed once from outside;
+2. moves loop-invariant work out: an inner subexpression that depends only on
+   non-sequences is computed once before the loop, and the step receives its
+   value as a non-sequence (so ``W.T`` or the forward part of an inner
+   gradient is not recomputed at every step);
+3. drops the non-sequences nothing uses any more, and applies a new Scan op.
+"""
+
+from collections import namedtuple
+
+from symgraph.graph.basic import Constant, clone_replace, graph_inputs, io_toposort
+from symgraph.scan.info import ScanInfo
+from symgraph.scan.op import Scan
+
+Sequence = namedtuple("Sequence", "outer placeholder reverse label")
+Recurrence = namedtuple("Recurrence", "outer taps placeholders output keep label")
+Mapped = namedtuple("Mapped", "output reverse label")
+State = namedtuple("State", "outer placeholder output label")
+NonSequence = namedtuple("NonSequence", "outer placeholder label")
+
+ScanResult = namedtuple("ScanResult", "rec nitsot states state_traces node")
+
+
+def build_scan(n_steps, sequences=(), recurrences=(), mapped=(), states=(), nonseqs=(),
+               cond=None, truncate_gradient=-1, name=None, mode=None, profile=False,
+               defined_at=None, hoist=True, on_implicit=None):
+    """Apply a new Scan op; returns a ScanResult of outer outputs by role.
+
+    ``on_implicit(var)`` is called for each free variable of the step graph
+    that becomes a non-sequence (``scan(strict=True)`` refuses them there).
+    """
+    sequences, recurrences = list(sequences), list(recurrences)
+    mapped, states, nonseqs = list(mapped), list(states), list(nonseqs)
+    outputs = [r.output for r in recurrences] + [m.output for m in mapped] + \
+        [s.output for s in states] + ([cond] if cond is not None else [])
+
+    placeholders = [s.placeholder for s in sequences]
+    for r in recurrences:
+        placeholders.extend(r.placeholders)
+    placeholders.extend(s.placeholder for s in states)
+    placeholders.extend(n.placeholder for n in nonseqs)
+
+    variant = set(placeholders[:len(placeholders) - len(nonseqs)])
+    outputs, nonseqs = _close(outputs, placeholders, nonseqs, on_implicit)
+    if hoist:
+        outputs, nonseqs = _hoist(outputs, variant, nonseqs)
+    nonseqs = _used_nonseqs(outputs, nonseqs)
+
+    inner_inputs = [s.placeholder for s in sequences]
+    for r in recurrences:
+        inner_inputs.extend(r.placeholders)
+    inner_inputs.extend(s.placeholder for s in states)
+    inner_inputs.extend(n.placeholder for n in nonseqs)
+
+    info = ScanInfo(seq_reverse=[s.reverse for s in sequences],
+                    rec_taps=[r.taps for r in recurrences],
+                    rec_keep=[r.keep for r in recurrences],
+                    nitsot_reverse=[m.reverse for m in mapped],
+                    n_states=len(states), n_nonseqs=len(nonseqs),
+                    as_while=cond is not None, truncate_gradient=truncate_gradient)
+    labels = {"seq": [s.label for s in sequences], "rec": [r.label for r in recurrences],
+              "nitsot": [m.label for m in mapped], "state": [s.label for s in states],
+              "nonseq": [n.label for n in nonseqs]}
+    op = Scan(inner_inputs, outputs, info, name=name, mode=mode, profile=profile,
+              labels=labels, defined_at=defined_at)
+    outer = [n_steps] + [s.outer for s in sequences] + [r.outer for r in recurrences] + \
+        [s.outer for s in states] + [n.outer for n in nonseqs]
+    node = op.make_node(*outer)
+    if defined_at is not None:
+        node.tag.trace = defined_at
+    outs = node.outputs
+    n_rec, n_map, n_st = len(recurrences), len(mapped), len(states)
+    return ScanResult(outs[:n_rec], outs[n_rec:n_rec + n_map],
+                      outs[n_rec + n_map:n_rec + n_map + n_st],
+                      outs[n_rec + n_map + n_st:], node)
+
+
+def _close(outputs, placeholders, nonseqs, on_implicit):
+    """Make every free variable of the step graph a non-sequence."""
+    known = set(placeholders)
+    free = [v for v in graph_inputs(outputs)
+            if v not in known and not isinstance(v, Constant)]
+    if not free:
+        return outputs, nonseqs
+    replace = {}
+    nonseqs = list(nonseqs)
+    for var in free:
+        if on_implicit is not None:
+            on_implicit(var)
+        placeholder = _placeholder_for(var)
+        replace[var] = placeholder
+        nonseqs.append(NonSequence(var, placeholder, _name_of(var)))
+    return clone_replace(outputs, replace), nonseqs
+
+
+def _placeholder_for(var, name=None):
+    new = var.type()
+    new.name = name if name is not None else var.name
+    return new
+
+
+def _name_of(var):
+    return f"non-sequence {var.name!r}" if var.name else f"non-sequence {var}"
+
+
+def _no_hoist(node):
+    """Ops whose effect depends on running at every step (printing)."""
+    return type(node.op).__name__ in ("Print",) or getattr(node.op, "scan_keep_inside", False)
+
+
+def _hoist(outputs, variant, nonseqs):
+    """Move the loop-invariant subexpressions of the step out of the loop."""
+    nonseq_inputs = [n.placeholder for n in nonseqs]
+    order = io_toposort(list(variant) + nonseq_inputs, outputs)
+    variant = set(variant)
+    for node in order:
+        if _no_hoist(node) or any(i in variant for i in node.inputs):
+            variant.update(node.outputs)
+    candidates = []
+    seen = set()
+
+    def consider(var):
+        if var in variant or var.owner is None or isinstance(var, Constant) or var in seen:
+            return
+        seen.add(var)
+        candidates.append(var)
+
+    for node in order:
+        if node.outputs[0] in variant:
+            for inp in node.inputs:
+                consider(inp)
+    for out in outputs:
+        consider(out)
+    if not candidates:
+        return outputs, nonseqs
+    to_outer = {n.placeholder: n.outer for n in nonseqs}
+    outer_exprs = clone_replace(candidates, to_outer) if to_outer else list(candidates)
+    replace, nonseqs = {}, list(nonseqs)
+    for var, expr in zip(candidates, outer_exprs):
+        placeholder = _placeholder_for(var)
+        replace[var] = placeholder
+        nonseqs.append(NonSequence(expr, placeholder, "a loop-invariant value computed "
+                                   "before the loop"))
+    return clone_replace(outputs, replace), nonseqs
+
+
+def _used_nonseqs(outputs, nonseqs):
+    used = set(graph_inputs(outputs))
+    return [n for n in nonseqs if n.placeholder in used]

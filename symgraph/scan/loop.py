@@ -1,0 +1,192 @@
+"""The loop that runs a Scan node: buffers allocated once, one inner call per step.
+
+``run_scan`` is the body of ``Scan.perform``.  The step graph was compiled once
+into a symgraph function (``inner``); each step gathers its arguments (views
+into the sequences and into the recurrent buffers, the states, the
+non-sequences), calls it and writes its results into the output buffers:
+
+* a recurrent output whose whole history is returned lives in one array of
+  ``lag + n_steps`` entries (the initial entries first), which is also where its
+  taps are read from;
+* a recurrent output of which only the last entries are used (``rec_keep``)
+  lives in a ring of ``max(keep, lag)`` entries: exactly what its taps need;
+* a mapped output gets its ``(n_steps,) + shape`` array after step 0, when its
+  shape is known.
+
+Errors say which step failed, which argument of ``scan`` is at fault and where
+the scan was built.
+"""
+
+import numpy as np
+
+
+class ScanStepError(Exception):
+    """Base for the errors this module raises itself (bad shapes, lengths)."""
+
+
+def run_scan(op, node, inputs, output_storage, inner):
+    """Run ``node`` (a Scan) on ``inputs``, writing ``output_storage``."""
+    info = op.info
+    n_steps = _n_steps(op, inputs[0])
+    seqs = [inputs[info.outer_seq(i)] for i in range(info.n_seqs)]
+    for i, seq in enumerate(seqs):
+        if len(seq) < n_steps:
+            raise ValueError(
+                f"{op.where()}: {op.label('seq', i)} has {len(seq)} entries, but the loop "
+                f"runs {n_steps} steps (n_steps); give a longer sequence or fewer steps")
+    recs = [_RecBuffer(op, k, inputs[info.outer_rec(k)], n_steps) for k in range(info.n_rec)]
+    states = [inputs[info.outer_state(s)] for s in range(info.n_states)]
+    traces = [[] for _ in range(info.n_states)]
+    nonseqs = [inputs[info.outer_nonseq(m)] for m in range(info.n_nonseqs)]
+    mapped = [None] * info.n_nitsot
+    readers = [_reader(seq, rev) for seq, rev in zip(seqs, info.seq_reverse)]
+    n_rec, n_nitsot, n_states = info.n_rec, info.n_nitsot, info.n_states
+    cond_at = info.inner_out_cond
+
+    done = n_steps
+    for t in range(n_steps):
+        args = [read(t) for read in readers]
+        for rec in recs:
+            rec.read_taps(t, args)
+        args.extend(states)
+        args.extend(nonseqs)
+        try:
+            outs = inner(*args)
+        except Exception as exc:  # noqa: BLE001 - re-raised as its own class
+            raise _step_error(op, t, n_steps, exc) from exc
+        for k in range(n_rec):
+            recs[k].write(t, outs[k])
+        for j in range(n_nitsot):
+            value = outs[n_rec + j]
+            if mapped[j] is None:
+                mapped[j] = _new_mapped(op, j, value, n_steps)
+            _write_mapped(op, j, mapped[j], t, n_steps, value, info.nitsot_reverse[j])
+        for s in range(n_states):
+            traces[s].append(states[s])
+            states[s] = outs[n_rec + n_nitsot + s]
+        if cond_at is not None and bool(np.asarray(outs[cond_at])):
+            done = t + 1
+            break
+
+    for k, rec in enumerate(recs):
+        output_storage[info.out_rec(k)][0] = rec.result(done)
+    for j in range(n_nitsot):
+        out = mapped[j]
+        if out is None:
+            out = _empty_mapped(node.outputs[info.out_nitsot(j)])
+        elif done < n_steps:
+            out = out[:done].copy()
+        output_storage[info.out_nitsot(j)][0] = out
+    for s in range(n_states):
+        output_storage[info.out_state(s)][0] = states[s]
+        output_storage[info.out_state_trace(s)][0] = traces[s]
+
+
+def _n_steps(op, value):
+    n = int(np.asarray(value))
+    if n < 0:
+        # Theano 1.0 refuses negative step counts too (older versions went backwards).
+        raise IndexError(f"{op.where()}: asked to run {n} steps; n_steps must be >= 0 "
+                         f"(use go_backwards=True to walk the sequences from their end)")
+    return n
+
+
+def _reader(seq, reverse):
+    """A function of ``t`` giving the step's slice (a view, 0-d included)."""
+    if isinstance(seq, list):   # a state trace: the values a generator took
+        last = len(seq) - 1
+        return (lambda t: seq[last - t]) if reverse else (lambda t: seq[t])
+    if reverse:
+        last = len(seq) - 1
+        return lambda t: seq[last - t, ...]
+    return lambda t: seq[t, ...]
+
+
+class _RecBuffer:
+    """The storage of one recurrent output: whole history or ring."""
+
+    def __init__(self, op, k, init, n_steps):
+        info = op.info
+        self.op, self.k = op, k
+        self.taps = info.rec_taps[k]
+        self.lag = lag = info.lag(k)
+        init = np.asarray(init)
+        if init.shape[0] < lag:
+            raise ValueError(
+                f"{op.where()}: {op.label('rec', k)} reaches {lag} step(s) back (taps "
+                f"{list(self.taps)}), but its initial value has only {init.shape[0]} "
+                f"entr{'y' if init.shape[0] == 1 else 'ies'} along its first axis; the "
+                f"initial value must have shape ({lag}, ...) (entry 0 is step -{lag})")
+        self.elem_shape = init.shape[1:]
+        keep = info.rec_keep[k]
+        self.keep = keep
+        self.size = lag + n_steps if keep == 0 else max(keep, lag)
+        self.ring = keep != 0
+        self.buf = np.empty((self.size,) + self.elem_shape, dtype=init.dtype)
+        # The initial entries sit at positions 0..lag-1, which a ring of
+        # size >= lag holds at the same indices.
+        self.buf[:lag] = init[:lag]
+
+    def read_taps(self, t, args):
+        base = self.lag + t
+        if self.ring:
+            size = self.size
+            args.extend(self.buf[(base + tap) % size, ...] for tap in self.taps)
+        else:
+            args.extend(self.buf[base + tap, ...] for tap in self.taps)
+
+    def write(self, t, value):
+        value = np.asarray(value)
+        if value.shape != self.elem_shape:
+            raise ValueError(
+                f"{self.op.where()}: at step {t}, the step function returned shape "
+                f"{value.shape} for {self.op.label('rec', self.k)}, but its initial "
+                f"value gives each step the shape {self.elem_shape}; the output of the "
+                f"step function must keep the initial state's shape")
+        pos = self.lag + t
+        self.buf[pos % self.size if self.ring else pos] = value
+
+    def result(self, done):
+        end = self.lag + done
+        if not self.ring:
+            return self.buf if end == self.size else self.buf[:end].copy()
+        count = min(self.keep, end)
+        order = [(p % self.size) for p in range(end - count, end)]
+        return self.buf[order]
+
+
+def _new_mapped(op, j, value, n_steps):
+    value = np.asarray(value)
+    return np.empty((n_steps,) + value.shape, dtype=value.dtype)
+
+
+def _write_mapped(op, j, out, t, n_steps, value, reverse):
+    value = np.asarray(value)
+    if value.shape != out.shape[1:]:
+        raise ValueError(
+            f"{op.where()}: at step {t}, the step function returned shape {value.shape} "
+            f"for {op.label('nitsot', j)}, but step 0 returned shape {out.shape[1:]}; "
+            f"every step must return the same shape")
+    out[n_steps - 1 - t if reverse else t] = value
+
+
+def _empty_mapped(var):
+    """A zero-step trace: the step shape is what the graph knows statically
+    (an unknown size counts as 0, since there is no step to measure)."""
+    shape = (0,) + tuple(0 if s is None else s for s in var.type.shape[1:])
+    return np.zeros(shape, dtype=var.type.dtype)
+
+
+def _step_error(op, t, n_steps, exc):
+    """``exc`` as its own class, its message saying which step of which scan failed."""
+    from symgraph.compile.errors import _rebuilt
+
+    def message(type_name):
+        head = f"{type_name}: " if type_name else ""
+        return (f"{head}{op.where()} failed at step {t} (of {n_steps}) while running its "
+                f"step function:\n{exc}")
+
+    new = _rebuilt(exc, message)
+    # Let the outer function add the Scan node's own description.
+    new.__dict__.pop("__symgraph_node__", None)
+    return new

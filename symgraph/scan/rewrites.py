@@ -1,0 +1,87 @@
+"""Rewrites of Scan nodes.
+
+``scan_keep_last``: a recurrent output of which only the last entries are read
+(``result[-1]`` of Theano's ``A**k`` example, the updates of shared variables,
+``reduce``) is kept in a ring of exactly the entries its taps and its readers
+need, instead of one entry per step.  The memory of such a loop no longer
+grows with the number of steps.
+"""
+
+from symgraph.opt.registry import register
+from symgraph.opt.rewriter import node_rewriter
+from symgraph.scan.op import Scan
+
+
+def _negative_index(node):
+    """``c`` when ``node`` is ``x[c]`` for a constant ``c < 0``, else None."""
+    from symgraph.ops.subtensor import Subtensor
+
+    if not isinstance(node.op, Subtensor) or len(node.inputs) != 1:
+        return None
+    idx = node.op.idx_list
+    if len(idx) == 1 and isinstance(idx[0], int) and not isinstance(idx[0], bool) and idx[0] < 0:
+        return idx[0]
+    return None
+
+
+def _drops_initial(node, lag):
+    """True when ``node`` is ``x[lag:]`` (how scan() hands out a recurrence)."""
+    from symgraph.ops.subtensor import SliceSpec, Subtensor
+
+    if not isinstance(node.op, Subtensor) or len(node.inputs) != 1:
+        return False
+    idx = node.op.idx_list
+    return len(idx) == 1 and idx[0] == SliceSpec(lag, None, None)
+
+
+def _last_entry_readers(fgraph, var, lag):
+    """``[(reader output, c)]`` when every use of ``var`` reads one of its last
+    entries ``var[c]`` (directly or through ``var[lag:]``), else None."""
+    readers = []
+    for client, _ in fgraph.clients.get(var, []):
+        if client == "output":
+            return None
+        c = _negative_index(client)
+        if c is not None:
+            readers.append((client.outputs[0], c))
+            continue
+        if not _drops_initial(client, lag):
+            return None
+        for inner_client, _ in fgraph.clients.get(client.outputs[0], []):
+            c = None if inner_client == "output" else _negative_index(inner_client)
+            if c is None:
+                return None
+            readers.append((inner_client.outputs[0], c))
+    return readers or None
+
+
+@node_rewriter([Scan])
+def scan_keep_last(fgraph, node):
+    """Keep only the last entries of recurrences that are read only there."""
+    op, info = node.op, node.op.info
+    keep = list(info.rec_keep)
+    readers = {}
+    for k in range(info.n_rec):
+        if keep[k]:
+            continue
+        found = _last_entry_readers(fgraph, node.outputs[info.out_rec(k)], info.lag(k))
+        if found is None:
+            continue
+        readers[k] = found
+        keep[k] = max(-c for _, c in found)
+    if not readers:
+        return None
+    new = op.with_info(rec_keep=tuple(keep)).make_node(*node.inputs)
+    new.tag.trace = node.tag.trace
+    changes = {}
+    for i, (old, out) in enumerate(zip(node.outputs, new.outputs)):
+        if i not in {info.out_rec(k) for k in readers}:
+            changes[old] = out
+    for k, found in readers.items():
+        ring = new.outputs[info.out_rec(k)]
+        for reader, c in found:
+            changes[reader] = ring[c]
+    return changes
+
+
+register(scan_keep_last, "fast_run", "scan", phase="specialize")
