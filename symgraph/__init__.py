@@ -15,6 +15,9 @@ from symgraph.compile.mode import Mode, FAST_RUN, FAST_COMPILE  # noqa: E402,F40
 from symgraph.compile.shared import shared, SharedVariable  # noqa: E402,F401
 from symgraph.graph.basic import Variable, Constant, Apply, Op, Type  # noqa: E402,F401
 from symgraph.graph.fg import FunctionGraph  # noqa: E402,F401
+# Theano's theano.scan is the function; importing it here binds the name
+# symgraph.scan to it rather than to the package symgraph/scan/.
+from symgraph.scan import scan, map, reduce, foldl, foldr, scan_checkpoints  # noqa: E402,F401
 
 # Loaded on first use, so that `import symgraph` stays fast.
 _LAZY = {
@@ -22,8 +25,6 @@ _LAZY = {
     "hessian": "symgraph.gradient", "Rop": "symgraph.gradient", "Lop": "symgraph.gradient",
     "gradient": None, "printing": None, "ifelse": None, "opt": None,
     "debugprint": "symgraph.printing", "pp": "symgraph.printing",
-    "scan": "symgraph.scan", "map": "symgraph.scan", "reduce": "symgraph.scan",
-    "foldl": "symgraph.scan", "foldr": "symgraph.scan", "scan_checkpoints": "symgraph.scan",
     "scan_module": None,
 }
 
@@ -36,12 +37,7 @@ def __getattr__(name):
     module = _LAZY[name]
     if module is None:
         return importlib.import_module(f"symgraph.{name}")
-    value = getattr(importlib.import_module(module), name)
-    if module == "symgraph.scan":
-        # Importing the package symgraph.scan bound the name to the module;
-        # Theano's symgraph.scan is the function.
-        globals()[name] = value
-    return value
+    return getattr(importlib.import_module(module), name)
 
 
 def __dir__():

@@ -20,13 +20,3 @@ from symgraph.scan import rewrites  # noqa: F401  (registers the scan rewrites)
 __all__ = ["scan", "map", "reduce", "foldl", "foldr", "until", "scan_checkpoints", "Scan",
            "OrderedUpdates"]
 
-
-class _CallableModule(__import__("types").ModuleType):
-    """``symgraph.scan`` is Theano's function; when Python binds the name to
-    this package instead (``import symgraph.scan``), calling it still scans."""
-
-    def __call__(self, *args, **kwargs):
-        return scan(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

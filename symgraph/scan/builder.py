@@ -125,11 +125,15 @@ def _hoist(outputs, variant, nonseqs):
     candidates = []
     seen = set()
 
+    nonseq_set = set(nonseq_inputs)
+
     def consider(var):
         if var in variant or var.owner is None or isinstance(var, Constant) or var in seen:
             return
         seen.add(var)
-        candidates.append(var)
+        # Work on constants alone stays inside, where constant folding removes it.
+        if any(v in nonseq_set for v in graph_inputs([var])):
+            candidates.append(var)
 
     for node in order:
         if node.outputs[0] in variant:
