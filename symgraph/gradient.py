@@ -477,9 +477,10 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     being the gradient of the ``i``-th element.  A 0-d expression gives its
     gradient.
 
-    Limitation: the rows are built one by one, so the expression's size must
-    be known when the graph is built: its type must have a static shape (give
-    one with ``T.specify_shape(expression, shape)``).  Theano used a scan here.
+    When the expression's size is known when the graph is built and small
+    (at most ``_UNROLL_LIMIT`` elements), the rows are built one by one and
+    stacked; otherwise (an unknown size, as Theano always did, or a large
+    one) a ``scan`` over the rows computes them.
     """
     from symgraph.ops.join import stack
     from symgraph.tensor.basic import as_tensor_variable, constant
@@ -489,11 +490,11 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     if expression.type.ndim == 0:
         return pack([grad(expression, w, consider_constant=consider_constant,
                           disconnected_inputs=disconnected_inputs) for w in wrt_list])
+    _check_variables("jacobian", "wrt", wrt_list)
     shape = expression.type.shape
-    if any(s is None for s in shape):
-        raise ValueError(f"jacobian: the size of {expression} (type {expression.type}) is "
-                         f"not known when the graph is built; declare its shape with "
-                         f"T.specify_shape(expression, shape)")
+    if any(s is None for s in shape) or int(np.prod(shape)) > _UNROLL_LIMIT:
+        return pack(_jacobian_by_scan(expression, wrt_list, consider_constant,
+                                      disconnected_inputs))
     size = int(np.prod(shape))
     if size == 0:
         raise ValueError(f"jacobian: {expression} has no elements (shape {shape})")
@@ -509,11 +510,39 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     return pack([stack([row[k] for row in rows]) for k in range(len(wrt_list))])
 
 
+#: Static sizes up to this are unrolled by jacobian; larger ones use a scan.
+_UNROLL_LIMIT = 32
+
+
+def _jacobian_by_scan(expression, wrt_list, consider_constant, disconnected_inputs):
+    """The rows of the Jacobian computed by a scan over the flattened
+    expression's indices (Theano's way): one list entry per element of wrt."""
+    from symgraph.ops.alloc import arange
+    from symgraph.scan import scan
+
+    flat = expression.flatten()
+    # Disconnected inputs are reported here, once, rather than from inside the loop.
+    probe = grad(flat.sum(), wrt_list, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs, return_disconnected="Disconnected")
+
+    def row(i, flat_, *ws):
+        # flat_ and ws are the outer variables themselves (scan passes non-sequences
+        # as they are), so grad sees the whole graph from wrt to the expression.
+        return [grad(flat_[i], w, consider_constant=consider_constant,
+                     disconnected_inputs="ignore") for w in ws]
+
+    rows, _ = scan(row, sequences=arange(flat.shape[0]), non_sequences=[flat] + wrt_list,
+                   return_list=True, name="jacobian")
+    del probe
+    return rows
+
+
 def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
     """The Hessian of the scalar ``cost`` with respect to each vector in ``wrt``.
 
-    Each element of ``wrt`` must be 1-d with a static length (as for
-    ``jacobian``); the result for it is an ``(n, n)`` matrix.
+    Each element of ``wrt`` must be 1-d; the result for it is an ``(n, n)``
+    matrix, computed as the Jacobian of the gradient (a scan over its entries
+    when ``n`` is not known when the graph is built, as in Theano).
     """
     from symgraph.ops.shape import specify_shape
 
@@ -523,13 +552,10 @@ def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
         if not isinstance(w, Variable) or not _is_tensor(w) or w.type.ndim != 1:
             raise TypeError(f"hessian: each element of wrt must be a vector (1-d), "
                             f"got {w}{' of type ' + str(w.type) if hasattr(w, 'type') else ''}")
-        if w.type.shape[0] is None:
-            raise ValueError(f"hessian: the length of {w} is not known when the graph is "
-                             f"built; declare it with T.specify_shape({w}, (n,)) or give "
-                             f"the input a static shape")
         g = grad(cost, w, consider_constant=consider_constant,
                  disconnected_inputs=disconnected_inputs)
-        g = specify_shape(g, w.type.shape)
+        if w.type.shape[0] is not None:
+            g = specify_shape(g, w.type.shape)
         # w may reach the cost only linearly: no second-order dependency is fine.
         out.append(jacobian(g, w, consider_constant=consider_constant,
                             disconnected_inputs="ignore"))
