@@ -136,6 +136,7 @@ class _TreePrinter:
         self.storage = storage
         self.lines = []
         self.inner = []  # Apply nodes whose op has an inner graph, in print order
+        self.sources = {}  # inner input -> the outer variable feeding it (scan)
 
     def tree(self, var, prefix, child_prefix, note=""):
         """Print ``var``'s subtree.  Iterative: deep graphs must not hit
@@ -158,6 +159,10 @@ class _TreePrinter:
         type_text = f" <{var.type}>" if self.print_type else ""
         if node is None:
             ident, _ = self.ids.get(var)
+            source = self.sources.get(var)
+            if source is not None:
+                outer_ident, _ = self.ids.get(source.owner or source)
+                note = f" -> [id {outer_ident}]{note}"
             self.lines.append(f"{prefix}{variable_text(var)}{_id_text(ident)}{type_text}"
                               f"{self._storage_text(var)}{note}")
             return []
@@ -220,9 +225,15 @@ class _TreePrinter:
             printed.add(node.op)
             ident, _ = self.ids.get(node)
             self.lines.extend(["", f"{node.op}{_id_text(ident)}"])
-            _inputs, outputs = _inner_graph(node.op)
+            # An op may show the graph it runs for this node (scan: its compiled step)
+            # and which outer input feeds each inner input ("x[t] -> [id B]").
+            per_node = getattr(node.op, "debug_inner_graph", None)
+            inputs, outputs, sources = per_node(node) if callable(per_node) else \
+                (*_inner_graph(node.op), None)
+            self.sources = dict(zip(inputs, sources)) if sources else {}
             for out in outputs:
                 self.tree(out, " >", "  ")
+            self.sources = {}
 
 
 def _id_text(ident):

@@ -185,6 +185,18 @@ class Scan(Op):
 
         run_scan(self, node, inputs, output_storage, self.inner_function(node))
 
+    def debug_inner_graph(self, node):
+        """``(inner inputs, inner outputs, outer variable feeding each inner
+        input)`` for debugprint: the compiled step when the node belongs to a
+        compiled function, else the step graph as built."""
+        fn = getattr(node.tag, "scan_inner", None)
+        fgraph = fn.maker.fgraph if fn is not None else None
+        inputs = list(fgraph.inputs) if fgraph is not None else self.inner_inputs
+        outputs = list(fgraph.outputs) if fgraph is not None else self.inner_outputs
+        sources = [node.inputs[self.info.inner_to_outer_input(i)]
+                   for i in range(len(self.inner_inputs))]
+        return inputs, outputs, sources
+
     def do_constant_folding(self, fgraph, node):
         return False
 

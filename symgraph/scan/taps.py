@@ -136,8 +136,8 @@ def sequence_slices(spec, go_backwards):
         if go_backwards:
             outer = outer[::-1]
         placeholder = _step_variable(var)
-        if var.name:
-            placeholder.name = f"{var.name}[t{k:+d}]" if k else f"{var.name}[t]"
+        base = var.name or spec.label.split(" ")[0]
+        placeholder.name = f"{base}[t{k:+d}]" if k else f"{base}[t]"
         label = spec.label if taps == [0] else f"{spec.label} (tap {k:+d})"
         out.append((outer, placeholder, label))
     return out
@@ -163,8 +163,8 @@ def recurrence_inputs(spec):
     placeholders = []
     for k in taps:
         p = elem_type() if elem_type is not None else _step_variable(init)
-        if init.name:
-            p.name = f"{init.name}[t{k:+d}]"
+        base = init.name or spec.label.split(" ")[0]
+        p.name = f"{base}[t{k:+d}]"
         placeholders.append(p)
     return outer, placeholders
 
