@@ -25,7 +25,7 @@ import numpy as np
 
 from symgraph.graph.basic import clone_replace
 from symgraph.scan.builder import Mapped, NonSequence, Recurrence, Sequence, build_scan
-from symgraph.scan.op import StateTraceType, scan_apply
+from symgraph.scan.op import scan_apply
 
 
 def scan_grad(op, inputs, outputs, output_grads):
@@ -47,7 +47,6 @@ def scan_grad(op, inputs, outputs, output_grads):
         g_rec = [None if g is None else _embed_last(g, full[info.out_rec(k)])
                  for k, g in enumerate(g_rec)]
         outputs = full
-    buffers = outputs[:info.n_rec]
     n = _steps_done(op, inputs, outputs)
     window = _Window(n, info.truncate_gradient)
     backward = _BackwardStep(op, plan, inputs, outputs, g_rec, g_nit, window)
@@ -70,7 +69,6 @@ def scan_grad(op, inputs, outputs, output_grads):
         result[info.outer_rec(k)] = _embed_init(inputs[info.outer_rec(k)], adj, lag)
     for m, total in grads["nonseq"].items():
         result[info.outer_nonseq(m)] = total
-    _ = buffers
     return result
 
 
@@ -250,19 +248,17 @@ class _BackwardStep:
             carries[k] = carry
             adjoint = carry[lag - 1]
             if self.g_rec[k] is not None:
-                buf = self.outputs[info.out_rec(k)]
                 g_ph = elem()
                 self.sequences.append(Sequence(self.g_rec[k][lag + w.start:lag + w.n], g_ph,
                                                True, f"gradient of {op.label('rec', k)}"))
                 adjoint = adjoint + g_ph
-                _ = buf
             known.append((fwd[info.inner_out_rec(k)], adjoint))
         for j in plan.nitsot:
             out = op.inner_outputs[info.inner_out_nitsot(j)]
             g_ph = TensorType(out.type.dtype, shape=out.type.shape)()
+            # The gradient of a mapped output is read like a sequence written
+            # in the same direction.
             outer, brev = self._window_of(self.g_nit[j], info.nitsot_reverse[j])
-            if info.nitsot_reverse[j]:
-                outer = self.g_nit[j][:w.count]
             self.sequences.append(Sequence(outer, g_ph, brev, f"gradient of {op.label('nitsot', j)}"))
             known.append((fwd[info.inner_out_nitsot(j)], g_ph))
 
@@ -371,7 +367,9 @@ def _shifted(carry, lag, tap_grads):
     from symgraph.ops.math import zeros_like
 
     if lag == 1:
-        (tap, g), = tap_grads if tap_grads else ((-1, zeros_like(carry[0])),)
+        if not tap_grads:
+            return zeros_like(carry)
+        ((_, g),) = tap_grads
         return shape_padleft(_cast(g, carry))
     new = concatenate([zeros_like(carry[:1]), carry[:-1]])
     for tap, g in tap_grads:
@@ -399,4 +397,4 @@ def _embed_init(init, adj, lag):
     return inc_subtensor(zeros_like_shape(init)[:lag], _cast(adj, init))
 
 
-__all__ = ["scan_grad", "StateTraceType"]
+__all__ = ["scan_grad"]

@@ -17,11 +17,55 @@ Errors say which step failed, which argument of ``scan`` is at fault and where
 the scan was built.
 """
 
+import time
+
 import numpy as np
 
 
-class ScanStepError(Exception):
-    """Base for the errors this module raises itself (bad shapes, lengths)."""
+class ScanProfile:
+    """Timing of a profiled scan node (``scan(..., profile=True)``), kept in
+    ``node.tag.scan_profile``: calls, steps, the time in the loop and in the
+    step function, hence the per-step overhead; ``summary()`` adds the step
+    function's own per-op profile."""
+
+    def __init__(self, op, inner):
+        self.op, self.inner = op, inner
+        self.calls = self.steps = 0
+        self.loop_time = self.step_time = 0.0
+
+    def run(self, node, inputs, output_storage):
+        def timed(*args):
+            start = time.perf_counter()
+            try:
+                return self.inner(*args)
+            finally:
+                self.step_time += time.perf_counter() - start
+                self.steps += 1
+
+        start = time.perf_counter()
+        try:
+            run_scan(self.op, node, inputs, output_storage, timed)
+        finally:
+            self.loop_time += time.perf_counter() - start
+            self.calls += 1
+
+    def overhead_per_step(self):
+        """Seconds per step spent outside the step function (the loop's own cost)."""
+        return (self.loop_time - self.step_time) / self.steps if self.steps else 0.0
+
+    def summary(self, file=None):
+        """Print (or return with file='str') the loop's timing and the step's profile."""
+        lines = [f"Scan profile: {self.op.where()}",
+                 f"  calls: {self.calls}, steps: {self.steps}, time in the loop: "
+                 f"{self.loop_time:.6f}s, in the step function: {self.step_time:.6f}s",
+                 f"  overhead per step: {self.overhead_per_step() * 1e6:.2f} us"]
+        if self.inner.profile is not None:
+            lines.append(self.inner.profile.summary(file="str"))
+        text = "\n".join(lines)
+        if file == "str":
+            return text
+        print(text, file=file)
+        return None
 
 
 def run_scan(op, node, inputs, output_storage, inner):
@@ -39,23 +83,27 @@ def run_scan(op, node, inputs, output_storage, inner):
     traces = [[] for _ in range(info.n_states)]
     nonseqs = [inputs[info.outer_nonseq(m)] for m in range(info.n_nonseqs)]
     mapped = [None] * info.n_nitsot
-    readers = [_reader(seq, rev) for seq, rev in zip(seqs, info.seq_reverse)]
+    # One getter per sequence slice and tap, built once: the loop body below
+    # is the per-step overhead.
+    getters = [_reader(seq, rev) for seq, rev in zip(seqs, info.seq_reverse)]
+    for rec in recs:
+        getters.extend(rec.tap_readers())
+    writers = [rec.write for rec in recs]
     n_rec, n_nitsot, n_states = info.n_rec, info.n_nitsot, info.n_states
     cond_at = info.inner_out_cond
 
     done = n_steps
     for t in range(n_steps):
-        args = [read(t) for read in readers]
-        for rec in recs:
-            rec.read_taps(t, args)
-        args.extend(states)
+        args = [get(t) for get in getters]
+        if n_states:
+            args.extend(states)
         args.extend(nonseqs)
         try:
             outs = inner(*args)
         except Exception as exc:  # noqa: BLE001 - re-raised as its own class
             raise _step_error(op, t, n_steps, exc) from exc
-        for k in range(n_rec):
-            recs[k].write(t, outs[k])
+        for k, write in enumerate(writers):
+            write(t, outs[k])
         for j in range(n_nitsot):
             value = outs[n_rec + j]
             if mapped[j] is None:
@@ -64,7 +112,7 @@ def run_scan(op, node, inputs, output_storage, inner):
         for s in range(n_states):
             traces[s].append(states[s])
             states[s] = outs[n_rec + n_nitsot + s]
-        if cond_at is not None and bool(np.asarray(outs[cond_at])):
+        if cond_at is not None and outs[cond_at]:
             done = t + 1
             break
 
@@ -127,24 +175,27 @@ class _RecBuffer:
         # size >= lag holds at the same indices.
         self.buf[:lag] = init[:lag]
 
-    def read_taps(self, t, args):
-        base = self.lag + t
+    def tap_readers(self):
+        """One function of ``t`` per tap, giving a view of the entry it reads."""
+        buf, size = self.buf, self.size
+        offsets = [self.lag + tap for tap in self.taps]
         if self.ring:
-            size = self.size
-            args.extend(self.buf[(base + tap) % size, ...] for tap in self.taps)
-        else:
-            args.extend(self.buf[base + tap, ...] for tap in self.taps)
+            return [lambda t, o=o: buf[(o + t) % size, ...] for o in offsets]
+        return [lambda t, o=o: buf[o + t, ...] for o in offsets]
 
     def write(self, t, value):
-        value = np.asarray(value)
-        if value.shape != self.elem_shape:
-            raise ValueError(
-                f"{self.op.where()}: at step {t}, the step function returned shape "
-                f"{value.shape} for {self.op.label('rec', self.k)}, but its initial "
-                f"value gives each step the shape {self.elem_shape}; the output of the "
-                f"step function must keep the initial state's shape")
+        if getattr(value, "shape", None) != self.elem_shape:
+            self._bad_shape(t, np.shape(value))
         pos = self.lag + t
         self.buf[pos % self.size if self.ring else pos] = value
+
+    def _bad_shape(self, t, shape):
+        if shape != self.elem_shape:
+            raise ValueError(
+                f"{self.op.where()}: at step {t}, the step function returned shape "
+                f"{shape} for {self.op.label('rec', self.k)}, but its initial "
+                f"value gives each step the shape {self.elem_shape}; the output of the "
+                f"step function must keep the initial state's shape")
 
     def result(self, done):
         end = self.lag + done

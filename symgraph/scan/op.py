@@ -181,9 +181,16 @@ class Scan(Op):
         return fn
 
     def perform(self, node, inputs, output_storage):
-        from symgraph.scan.loop import run_scan
+        from symgraph.scan.loop import ScanProfile, run_scan
 
-        run_scan(self, node, inputs, output_storage, self.inner_function(node))
+        inner = self.inner_function(node)
+        if not self.profile:
+            run_scan(self, node, inputs, output_storage, inner)
+            return
+        stats = getattr(node.tag, "scan_profile", None)
+        if stats is None:
+            stats = node.tag.scan_profile = ScanProfile(self, inner)
+        stats.run(node, inputs, output_storage)
 
     def debug_inner_graph(self, node):
         """``(inner inputs, inner outputs, outer variable feeding each inner

@@ -283,3 +283,18 @@ def test_outputs_info_count_must_match():
 def test_no_steps_information():
     with pytest.raises(ValueError, match="no sequences and no n_steps"):
         symgraph.scan(lambda: T.constant(1.0), outputs_info=None)
+
+
+def test_profile_gives_step_time_per_op_and_overhead():
+    x = T.vector("x")
+    out, _ = symgraph.scan(lambda a, h: T.tanh(h + a), sequences=x,
+                           outputs_info=T.constant(0.0), profile=True, name="prof")
+    f = symgraph.function([x], out)
+    f(np.arange(20.0))
+    (node,) = _scan_nodes(f)
+    stats = node.tag.scan_profile
+    assert stats.calls == 1 and stats.steps == 20
+    assert 0 <= stats.overhead_per_step() < stats.loop_time
+    text = stats.summary(file="str")
+    assert "Scan profile: scan 'prof'" in text and "overhead per step" in text
+    assert "time per op" in text and "tanh" in text
