@@ -26,19 +26,18 @@ def scan_checkpoints(fn, sequences=(), outputs_info=None, non_sequences=(),
     length must already be a multiple of ``save_every_N``.
     Returns ``(outputs, updates)`` as ``scan``.
     """
-    from symgraph.ops.alloc import zeros
+    from symgraph.ops.alloc import alloc, zeros
     from symgraph.ops.join import concatenate
-    from symgraph.ops.math import cast, switch, eq
-    from symgraph.ops.alloc import alloc
+    from symgraph.ops.math import cast, eq, switch
     from symgraph.ops.subtensor import set_subtensor
     from symgraph.tensor.basic import as_tensor_variable, constant
 
     if isinstance(save_every_N, bool) or not isinstance(save_every_N, int) or save_every_N < 1:
         raise ValueError(f"scan_checkpoints: save_every_N must be a positive int, got "
                          f"{save_every_N!r}")
-    sequences = [as_tensor_variable(s) for s in as_list(sequences)]
     if any(isinstance(s, dict) for s in as_list(sequences)):
         raise ValueError("scan_checkpoints: sequences cannot have taps")
+    sequences = [as_tensor_variable(s) for s in as_list(sequences)]
     infos = as_list(outputs_info)
     for i, entry in enumerate(infos):
         if isinstance(entry, dict) and entry.get("taps", [-1]) not in ([-1], None):
