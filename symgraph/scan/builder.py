@@ -157,3 +157,38 @@ def _hoist(outputs, variant, nonseqs):
 def _used_nonseqs(outputs, nonseqs):
     used = set(graph_inputs(outputs))
     return [n for n in nonseqs if n.placeholder in used]
+
+
+def rebuild_scan(node, keep_rec, keep_nitsot):
+    """A Scan node like ``node`` with only the recurrences ``keep_rec`` and the
+    mapped outputs ``keep_nitsot`` (index lists); returns ``(new node,
+    {old output: new output})``.  The recurrences kept must not read the taps of
+    those dropped (the caller keeps whatever the kept outputs depend on)."""
+    op, info = node.op, node.op.info
+    ins, outs = op.inner_inputs, op.inner_outputs
+    sequences = [Sequence(node.inputs[info.outer_seq(i)], ins[info.inner_seq(i)],
+                          info.seq_reverse[i], op.label("seq", i)) for i in range(info.n_seqs)]
+    recurrences = [Recurrence(node.inputs[info.outer_rec(k)], info.rec_taps[k],
+                              [ins[i] for i in info.inner_taps(k)], outs[info.inner_out_rec(k)],
+                              info.rec_keep[k], op.label("rec", k)) for k in keep_rec]
+    mapped = [Mapped(outs[info.inner_out_nitsot(j)], info.nitsot_reverse[j],
+                     op.label("nitsot", j)) for j in keep_nitsot]
+    states = [State(node.inputs[info.outer_state(s)], ins[info.inner_state(s)],
+                    outs[info.inner_out_state(s)], op.label("state", s))
+              for s in range(info.n_states)]
+    nonseqs = [NonSequence(node.inputs[info.outer_nonseq(m)], ins[info.inner_nonseq(m)],
+                           op.label("nonseq", m)) for m in range(info.n_nonseqs)]
+    cond = outs[info.inner_out_cond] if info.as_while else None
+    res = build_scan(node.inputs[0], sequences, recurrences, mapped, states, nonseqs, cond=cond,
+                     truncate_gradient=info.truncate_gradient, name=op.name, mode=op.mode,
+                     profile=op.profile, defined_at=op.defined_at, hoist=False)
+    res.node.tag.trace = node.tag.trace
+    mapping = {}
+    for new_k, k in enumerate(keep_rec):
+        mapping[node.outputs[info.out_rec(k)]] = res.rec[new_k]
+    for new_j, j in enumerate(keep_nitsot):
+        mapping[node.outputs[info.out_nitsot(j)]] = res.nitsot[new_j]
+    for s in range(info.n_states):
+        mapping[node.outputs[info.out_state(s)]] = res.states[s]
+        mapping[node.outputs[info.out_state_trace(s)]] = res.state_traces[s]
+    return res.node, mapping

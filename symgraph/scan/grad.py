@@ -284,6 +284,7 @@ class _BackwardStep:
         null = next((g for g in grads if _is_null(g)), None)
         if null is not None:
             return None, null
+        grads = self._read_stored_outputs(fwd, grads)
 
         tap_grads = {}
         seq_out, nonseq_out = {}, {}
@@ -320,6 +321,35 @@ class _BackwardStep:
         return {"seq": {i: res.nitsot[j] for i, j in seq_out.items()},
                 "rec": {k: res.rec[j][-1] for k, j in rec_out.items()},
                 "nonseq": {m: res.rec[j][-1] for m, j in nonseq_out.items()}}, None
+
+    def _read_stored_outputs(self, fwd, grads):
+        """Where the step's gradient uses the step's own outputs (tanh's
+        derivative uses tanh), read them from the forward loop's results
+        instead of recomputing them: the replayed forward work that only fed
+        those outputs disappears from the backward step."""
+        from symgraph.graph.basic import ancestors
+
+        op, info, w = self.op, self.op.info, self.window
+        used = set(ancestors(grads))
+        replace = {}
+        for k in self.plan.rec:
+            out = fwd[info.inner_out_rec(k)]
+            if out in used and out.owner is not None:
+                buf, lag = self.outputs[info.out_rec(k)], info.lag(k)
+                ph = _fresh(out)
+                replace[out] = ph
+                self.sequences.append(Sequence(buf[lag + w.start:lag + w.n], ph, True,
+                                               f"stored {op.label('rec', k)}"))
+        for j in self.plan.nitsot:
+            out = fwd[info.inner_out_nitsot(j)]
+            if out in used and out.owner is not None:
+                ph = _fresh(out)
+                replace[out] = ph
+                outer, brev = self._window_of(self.outputs[info.out_nitsot(j)],
+                                              info.nitsot_reverse[j])
+                self.sequences.append(Sequence(outer, ph, brev,
+                                               f"stored {op.label('nitsot', j)}"))
+        return clone_replace(grads, replace) if replace else grads
 
     def _sequence(self, inner, outer, brev, label):
         ph = _fresh(inner)

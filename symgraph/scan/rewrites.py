@@ -1,5 +1,8 @@
 """Rewrites of Scan nodes.
 
+``scan_remove_unused_outputs``: outputs that nothing reads are dropped with
+the step's work that only they needed.
+
 ``scan_keep_last``: a recurrent output of which only the last entries are read
 (``result[-1]`` of Theano's ``A**k`` example, the updates of shared variables,
 ``reduce``) is kept in a ring of exactly the entries its taps and its readers
@@ -84,4 +87,35 @@ def scan_keep_last(fgraph, node):
     return changes
 
 
+@node_rewriter([Scan])
+def scan_remove_unused_outputs(fgraph, node):
+    """Drop the outputs nobody reads, and the work that only they needed (the
+    gradient of a scan computes one term per input; those not asked for go)."""
+    from symgraph.scan.builder import rebuild_scan
+
+    op, info = node.op, node.op.info
+    deps = op.inner_dependencies()
+
+    def used(var):
+        return bool(fgraph.clients.get(var))
+
+    keep_rec = {k for k in range(info.n_rec) if used(node.outputs[info.out_rec(k)])}
+    keep_nitsot = [j for j in range(info.n_nitsot) if used(node.outputs[info.out_nitsot(j)])]
+    needed = [info.inner_out_nitsot(j) for j in keep_nitsot] + \
+        [info.inner_out_state(s) for s in range(info.n_states)] + \
+        ([info.inner_out_cond] if info.as_while else [])
+    todo = needed + [info.inner_out_rec(k) for k in keep_rec]
+    while todo:
+        for i in deps[todo.pop()]:
+            owner = info.tap_owner(i)
+            if owner is not None and owner[0] not in keep_rec:
+                keep_rec.add(owner[0])
+                todo.append(info.inner_out_rec(owner[0]))
+    if len(keep_rec) == info.n_rec and len(keep_nitsot) == info.n_nitsot:
+        return None
+    _, mapping = rebuild_scan(node, sorted(keep_rec), keep_nitsot)
+    return mapping
+
+
 register(scan_keep_last, "fast_run", "scan", phase="specialize")
+register(scan_remove_unused_outputs, "fast_run", "scan", phase="canonicalize")

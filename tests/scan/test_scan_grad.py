@@ -339,3 +339,18 @@ def test_elman_rnn_trains_like_numpy(rng):
     for p, e in zip(params, expected_params):
         np.testing.assert_allclose(p.get_value(), e, rtol=1e-9, atol=1e-12)
     assert costs[-1] < costs[0]
+
+
+def test_backward_step_does_only_the_needed_work():
+    x = T.tensor3("x")
+    Wx, Wh = T.matrix("Wx"), T.matrix("Wh")
+    h, _ = symgraph.scan(lambda x_t, h: T.tanh(T.dot(x_t, Wx) + T.dot(h, Wh)), sequences=x,
+                         outputs_info=T.zeros((x.shape[1], Wh.shape[0])), name="rnn")
+    f = symgraph.function([x, Wx, Wh], symgraph.grad(h[-1].sum(), [Wx, Wh]))
+    (backward,) = [n for n in f.maker.fgraph.toposort()
+                   if isinstance(n.op, Scan) and n.op.name == "grad_of_rnn"]
+    inner = symgraph.printing.debugprint(backward.op.inner_outputs, file="str")
+    # tanh's derivative reads the stored forward output: no replay of the step ...
+    assert "tanh" not in inner
+    # ... and no gradient for the sequence x, which nobody asked for.
+    assert backward.op.info.n_nitsot == 0
