@@ -11,13 +11,10 @@ is compiled once into an inner function with the same mode (``prepare_node``);
 ``perform`` (``scan/loop.py``) calls that function once per step.
 """
 
-import itertools
+import uuid
 
 from symgraph.graph.basic import Apply, Op, Type, Variable, ancestors
 from symgraph.scan.info import ScanInfo
-
-_ids = itertools.count()
-
 
 class StateTraceType(Type):
     """The values a non-tensor state (a random generator) took before each
@@ -67,8 +64,9 @@ class Scan(Op):
         self.inner_outputs = list(inner_outputs)
         self.info = info
         self.name = name
-        # Two Scan ops are the same op only when they share their step graph.
-        self.key = next(_ids)
+        # Two Scan ops are the same op only when they share their step graph (a
+        # random key: unique across processes, so unpickled graphs never collide).
+        self.key = uuid.uuid4().hex
         self.mode = mode
         self.profile = profile
         self.labels = labels or {}
@@ -77,10 +75,9 @@ class Scan(Op):
 
     def with_info(self, **changes):
         """The same step graph under a changed ScanInfo (e.g. another ``rec_keep``)."""
-        new = Scan(self.inner_inputs, self.inner_outputs, self.info.replace(**changes),
-                   name=self.name, mode=self.mode, profile=self.profile, labels=self.labels,
-                   defined_at=self.defined_at)
-        return new
+        return Scan(self.inner_inputs, self.inner_outputs, self.info.replace(**changes),
+                    name=self.name, mode=self.mode, profile=self.profile, labels=self.labels,
+                    defined_at=self.defined_at)
 
     def __str__(self):
         parts = [self.name or "scan_fn"]
