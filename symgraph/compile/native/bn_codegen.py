@@ -34,6 +34,7 @@ arrays first, whatever their strides.
 
 from string import Template
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
@@ -549,10 +550,6 @@ def _driver(dtype):
         CHUNK=CHUNK, SQRT="sqrtf" if ctype == "float" else "sqrt"))
 
 
-def _c_string(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def _shape_source(op, node, kind, mask, name, axes):
     """The kernel's shape function: the perform's checks, then the shapes."""
     names = op._NAMES
@@ -600,8 +597,8 @@ def bn_kernel(kind, op, node):
         if str(var.dtype) != (work if k in scalars else dtype):
             return None
     mask = sum(1 << a for a in op.axes)
-    name = _c_string(str(op))
-    axes = _c_string(str(op.axes))
+    name = c_string(str(op))
+    axes = c_string(str(op.axes))
     y = _DTYPES[dtype][0]
     call = {"train": f"sg_bn_train_{y}(in, {len(node.inputs)}, out, {mask}u, \"{name}\", err)",
             "grad": f"sg_bn_grad_{y}(in, out, {mask}u, \"{name}\", err)",

@@ -48,7 +48,6 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
@@ -57,6 +56,9 @@ except ImportError:  # not POSIX: fall back to a lock within this process only
     fcntl = None
 
 from symgraph.compile.native import compiler
+from symgraph.compile.native.cache_files import (  # noqa: F401  (write_private_atomic re-exported)
+    META_NAME, CacheEntry, entry_info, scandirs, sha256_file, write_private,
+    write_private_atomic)
 from symgraph.compile.native.cache_keys import (  # noqa: F401  (re-exported)
     CACHE_FORMAT, summarize_parts, environment_parts, make_key)
 
@@ -66,7 +68,6 @@ __all__ = [
 ]
 
 LIB_NAME = "lib.so"
-META_NAME = "meta.json"
 TMP_MAX_AGE = 3600.0  # seconds after which a leftover build folder is garbage
 
 _KEY_RE = re.compile(r"[A-Za-z0-9_-]{4,128}")  # no '.', no '/': a plain folder name
@@ -84,30 +85,7 @@ class CacheSecurityError(CacheError):
     """A cache folder or file that another user owns or may write."""
 
 
-def _sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # ----------------------------------------------------------------------------- entries
-
-@dataclass
-class CacheEntry:
-    """One entry as listed: its key, folder, total size in bytes, creation and last
-    use (seconds since the epoch), whether it is complete, and its meta (key parts
-    summary) when asked for."""
-
-    key: str
-    path: Path
-    size: int
-    created: float
-    last_used: float
-    complete: bool
-    meta: dict = field(default_factory=dict)
-
 
 class ModuleCache:
     """The compile cache under ``root`` (default: the ``compiledir`` flag).
@@ -213,7 +191,7 @@ class ModuleCache:
         ident = (lib_st.st_ino, lib_st.st_mtime_ns, size, digest)
         if self._verified.get(key) != ident:  # a dict read is atomic under the GIL
             try:
-                if _sha256_file(lib) != digest:
+                if sha256_file(lib) != digest:
                     return CORRUPT, None
             except OSError:
                 return CORRUPT, None
@@ -322,10 +300,10 @@ class ModuleCache:
                 mode = stat.S_IMODE(path.lstat().st_mode)
                 if mode & 0o077 and not path.is_symlink():
                     path.chmod(mode & ~0o077)
-            size, digest = lib.stat().st_size, _sha256_file(lib)
+            size, digest = lib.stat().st_size, sha256_file(lib)
             meta = {"format": CACHE_FORMAT, "key": key, "size": size, "sha256": digest,
                     "created": time.time(), "parts": summarize_parts(parts)}
-            _write_private(tmp / META_NAME, json.dumps(meta, indent=1, sort_keys=True))
+            write_private(tmp / META_NAME, json.dumps(meta, indent=1, sort_keys=True))
             nbytes = sum(path.lstat().st_size for path in tmp.iterdir())
             self._place(key, tmp)
         except compiler.CompileError as exc:
@@ -377,11 +355,11 @@ class ModuleCache:
         """Every entry (complete or not) as a :class:`CacheEntry`, least recently
         used first.  ``details`` reads each meta.json (key parts summary)."""
         entries = []
-        for shard in _scandirs(self.root):
+        for shard in scandirs(self.root):
             if not _SHARD_RE.fullmatch(shard.name):
                 continue
-            for folder in _scandirs(shard.path):
-                entry = _entry_info(Path(folder.path), details)
+            for folder in scandirs(shard.path):
+                entry = entry_info(Path(folder.path), details)
                 if entry is not None:
                     entries.append(entry)
         entries.sort(key=lambda e: (e.last_used, e.key))
@@ -457,7 +435,7 @@ class ModuleCache:
         """Remove folders in ``tmp/`` untouched for ``max_age`` seconds (left by killed
         or failed builds).  Returns how many were removed."""
         count, limit = 0, time.time() - max_age
-        for folder in _scandirs(self.root / "tmp"):
+        for folder in scandirs(self.root / "tmp"):
             with contextlib.suppress(OSError):
                 if folder.stat(follow_symlinks=False).st_mtime < limit:
                     shutil.rmtree(folder.path, ignore_errors=True)
@@ -469,7 +447,7 @@ class ModuleCache:
         stays).  Returns the number of entries removed."""
         self.ensure_root()
         count = sum(self._remove(entry.path) for entry in self.list_entries())
-        for shard in _scandirs(self.root):
+        for shard in scandirs(self.root):
             if _SHARD_RE.fullmatch(shard.name):
                 with contextlib.suppress(OSError):
                     os.rmdir(shard.path)  # only if empty: a racing build may add to it
@@ -577,59 +555,6 @@ class ModuleCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-
-
-def _write_private(path, text):
-    """Write ``text`` to a new file ``path`` readable and writable by its owner
-    only, whatever the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_private_atomic(path, text):
-    """Replace ``path`` with a private (0600) file holding ``text``: written to
-    a temporary name in the same folder, then renamed (readers see either file)."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _scandirs(path):
-    """The sub-folders of ``path`` (no symlinks); none if ``path`` is missing."""
-    try:
-        items = list(os.scandir(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [item for item in items if item.is_dir(follow_symlinks=False)]
-
-
-def _entry_info(folder, details):
-    try:
-        files = list(os.scandir(folder))
-        created = os.stat(folder).st_mtime  # set when meta.json was written in it
-    except OSError:
-        return None  # removed meanwhile
-    size, last_used, complete = 0, created, False
-    for item in files:
-        with contextlib.suppress(OSError):
-            st = item.stat(follow_symlinks=False)
-            size += st.st_size
-            if item.name == META_NAME:
-                last_used, complete = st.st_mtime, True
-    meta = {}
-    if details and complete:
-        try:
-            meta = json.loads((folder / META_NAME).read_bytes())
-        except (OSError, ValueError):
-            complete = False
-    return CacheEntry(folder.name, folder, size, created, last_used, complete, meta)
 
 
 _caches = {}

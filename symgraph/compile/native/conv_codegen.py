@@ -33,6 +33,7 @@ image, after the whole call for the others, before the result is converted
 into the output.
 """
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
@@ -141,10 +142,6 @@ static const char *sg_convk_dims(char *buf, size_t len, const int64_t *v, int n)
 
 
 # -- the kernel source -----------------------------------------------------------------
-
-def _c_string(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
 
 def _c_ints(values):
     return "{" + ", ".join(str(int(v)) for v in values) + "}"
@@ -443,8 +440,8 @@ def conv_kernel(op, node):
     storage = c_type(dtype)
     compute = "double" if op.precision == "float64" else "float"
     r16 = op.precision == "float16" and dtype != "float16"
-    name = _c_string(str(op)).replace("%", "%%")
-    key_name = _c_string(op_key(op)).replace("%", "%%")
+    name = c_string(str(op), printf=True)
+    key_name = c_string(op_key(op), printf=True)
     source = (_geometry(op, name, shape_ctype)
               + _run(op, node, name, key_name, storage, compute, r16))
     support = [_SHAPE_TEXT, _copy_support(storage, compute)]

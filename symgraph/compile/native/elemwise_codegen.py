@@ -43,6 +43,7 @@ looking at the whole array.
 import os
 import platform
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type, has_c_type
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, CKernel
 from symgraph.compile.native.support_lib import SUPPORT_ENTRY
@@ -340,11 +341,6 @@ def element_code(scalar_op, in_dtypes, out_dtypes, loads, stores, error_flag=Non
     return "{\n" + "\n".join(lines) + "\n}", messages
 
 
-def _c_string(text, limit=160):
-    text = text if len(text) <= limit else text[:limit - 3] + "..."
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
-
-
 def elemwise_lowering(op, node):
     """The lowering of an ``Elemwise`` node (see ``elemwise_kernel``)."""
     return elemwise_kernel(node)
@@ -385,7 +381,7 @@ def elemwise_kernel(node):
     bc_flags = ", ".join("1" if b else "0" for flags in bcast for b in flags) or "0"
     src.append(f"static const unsigned char SG_FN(bc)[] = {{{bc_flags}}};")
     src.append("int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {")
-    src.append(f"    return sg_ew_shape(in, {nin}, {nd}, SG_FN(bc), {_c_string(str(op))}, {nout}, "
+    src.append(f"    return sg_ew_shape(in, {nin}, {nd}, SG_FN(bc), {c_string(str(op), limit=160, quote=True)}, {nout}, "
                f"out_shapes, err);\n}}")
 
     # -- the element loop (all the per-node code; sg_ew_loop drives it) -----------
@@ -417,7 +413,7 @@ def elemwise_kernel(node):
                f"{minpar});")
     if messages:
         src.append(f"    if (bad) SG_FAIL(err, SG_ERR_VALUE, \"%s\", "
-                   f"{_c_string(' '.join(messages), 400)});")
+                   f"{c_string(' '.join(messages), limit=400, quote=True)});")
     else:
         src.append("    (void)bad; (void)err;")
     src.append("    return 0;\n}")

@@ -52,6 +52,7 @@ maximum NaN, hence the whole row; a row of -inf, or one holding +inf, gives
 
 from string import Template
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 from symgraph.compile.native.support_lib import SUPPORT_ENTRY
@@ -452,10 +453,6 @@ def driver_text(dtype):
         SAME="1" if suffix == core else "0", PANEL=PANEL_BYTES))
 
 
-def _c_string(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-
-
 #: The lowering table's names of the three kernels.
 _CODES = {"softmax": SOFTMAX, "log_softmax": LOG_SOFTMAX, "softmax_grad": GRAD}
 
@@ -472,7 +469,7 @@ def nnet_kernel(kind, op, node):
     code = _CODES[kind]
     nin = len(node.inputs)
     axis = op._axis(node.inputs[-1].ndim)
-    name = _c_string(str(op))
+    name = c_string(str(op), printf=True)
     if code == GRAD:
         # The Python perform's check, with its message.
         check = f"""    if (in[0].ndim != in[1].ndim ||

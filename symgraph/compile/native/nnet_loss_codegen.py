@@ -18,6 +18,7 @@ are the runtime's C-contiguous arrays.
 
 from string import Template
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
@@ -167,10 +168,6 @@ def _driver(dtype):
         LOG="logf" if ctype == "float" else "log"))
 
 
-def _c_string(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-
-
 def _shape_code(mat, tgt, grad, name):
     """The shape function: the Python perform's checks (ValueError), then the shapes."""
     checks = f"""    if (in[{tgt}].shape[0] != in[{mat}].shape[0])
@@ -197,7 +194,7 @@ def loss_kernel(kind, op, node):
     if dtype not in _DTYPES:
         return None
     index_dtype = str(node.inputs[tgt].dtype)
-    name = _c_string(str(op))
+    name = c_string(str(op), printf=True)
     suffix = _DTYPES[dtype][0]
     if code == FUSED:
         shapes = """    out_shapes[0] = in[0].shape[0];

@@ -41,6 +41,7 @@ to float16 rounding.
 
 from string import Template
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 
@@ -50,10 +51,6 @@ __all__ = ["pool_kernel", "VERSION"]
 VERSION = 1
 
 _FLOATS = ("float16", "float32", "float64")
-
-
-def _c_string(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 class _Gen:
@@ -67,7 +64,7 @@ class _Gen:
         self.T = c_type(dtype)
         self.C = "double" if dtype == "float64" else "float"
         self.I = "int64_t" if dtype == "float64" else "int32_t"
-        self.name = _c_string(str(op))
+        self.name = c_string(str(op), printf=True)
         self.openmp = bool(config.openmp)
         self.minpar = int(config.openmp_elemwise_minsize)
 

@@ -43,6 +43,7 @@ OpenMP kernels (``config.openmp``) come from ``reduce_parallel_codegen``.
 
 from dataclasses import dataclass
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_compute_type, c_type, has_c_type
 from symgraph.compile.native.kernel import CKernel
 from symgraph.compile.native.reduce_plan import MAX_INPUTS
@@ -100,21 +101,6 @@ class ReduceSpec:
     support: tuple = ()
     headers: tuple = ()
     extra: tuple = ()
-
-
-def _c_string(text):
-    """``text`` as the body of a C string literal used as a printf format."""
-    out = []
-    for ch in text.replace("%", "%%"):
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif 32 <= ord(ch) < 127:
-            out.append(ch)
-        else:
-            out.append("?")
-    return "".join(out)
 
 
 _INT_LIMITS = {
@@ -250,7 +236,7 @@ class _Gen:
         # zero-length arrays)
         rows = ", ".join("{" + (", ".join("1" if b else "0" for b in bc) or "0") + "}"
                          for bc in s.in_broadcastable)
-        name = _c_string(s.elemwise_name)
+        name = c_string(s.elemwise_name, printf=True)
         table = (f"    static const unsigned char bc[{self.nin}][{max(1, self.ndim)}] = "
                  f"{{{rows}}};\n")
         return f"""static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{
@@ -295,7 +281,7 @@ class _Gen:
     if ({cond}) {{
         char text[256];
         sg_red_fmt_shape(text, sizeof text, shape, {self.ndim});
-        SG_FAIL(err, SG_ERR_VALUE, "{_c_string(head)}%s{_c_string(tail)}", text);
+        SG_FAIL(err, SG_ERR_VALUE, "{c_string(head, printf=True)}%s{c_string(tail, printf=True)}", text);
     }}
     return 0;
 }}
@@ -565,7 +551,7 @@ class _Gen:
 
     def header(self):
         s = self.spec
-        return (f"/* {_c_string(s.name).replace('*/', '* /')}: {s.kind} over axes {s.axes}, "
+        return (f"/* {c_string(s.name, printf=True).replace('*/', '* /')}: {s.kind} over axes {s.axes}, "
                 f"accumulated in {s.acc_dtype} */\n")
 
 
