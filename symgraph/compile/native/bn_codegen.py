@@ -34,6 +34,8 @@ arrays first, whatever their strides.
 
 from string import Template
 
+from symgraph.compile.native.c_types import FLOAT_SUFFIXES as _DTYPES
+from symgraph.compile.native.c_types import SUFFIX_C_TYPES as _CTYPE
 from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
@@ -48,8 +50,6 @@ BLOCK = 256
 CHUNK = 4096
 
 #: Per storage dtype: (suffix of the C names, compute type's suffix).
-_DTYPES = {"float16": ("f16", "f32"), "float32": ("f32", "f32"), "float64": ("f64", "f64")}
-_CTYPE = {"f32": "float", "f64": "double"}
 
 # -- geometry and shape checks, independent of the dtype ---------------------------
 

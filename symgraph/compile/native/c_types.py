@@ -15,6 +15,17 @@ C_TYPES = {
 #: The C type arithmetic on a dtype is done in (float16 in float32).
 C_COMPUTE_TYPES = dict(C_TYPES, float16="float")
 
+#: The float dtypes with native code.
+FLOAT_DTYPES = ("float16", "float32", "float64")
+
+#: Per float dtype, the suffixes of the C helpers that store and compute it
+#: (``sg_softmax_f16`` stores float16 and computes in float32: ``f32``).
+FLOAT_SUFFIXES = {"float16": ("f16", "f32"), "float32": ("f32", "f32"),
+                  "float64": ("f64", "f64")}
+
+#: The C type of each compute suffix.
+SUFFIX_C_TYPES = {"f32": "float", "f64": "double"}
+
 
 def c_type(dtype):
     """The C storage type of ``dtype``; KeyError for dtypes without native code."""
@@ -22,10 +33,12 @@ def c_type(dtype):
 
 
 def c_compute_type(dtype):
+    """The C type arithmetic on ``dtype`` is done in (float16 in ``float``)."""
     return C_COMPUTE_TYPES[str(dtype)]
 
 
 def has_c_type(dtype):
+    """True when ``dtype`` has native code (every dtype but complex and object)."""
     return str(dtype) in C_TYPES
 
 

@@ -52,6 +52,7 @@ maximum NaN, hence the whole row; a row of -inf, or one holding +inf, gives
 
 from string import Template
 
+from symgraph.compile.native.c_types import FLOAT_SUFFIXES as _DTYPES
 from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
@@ -77,7 +78,6 @@ STREAM_BYTES = 4 * 1024 * 1024
 SOFTMAX, LOG_SOFTMAX, GRAD = 0, 1, 2
 
 #: Per storage dtype: (suffix of the C names, compute type's suffix).
-_DTYPES = {"float16": ("f16", "f32"), "float32": ("f32", "f32"), "float64": ("f64", "f64")}
 
 # -- the row cores, per compute type -------------------------------------------
 

@@ -18,6 +18,7 @@ are the runtime's C-contiguous arrays.
 
 from string import Template
 
+from symgraph.compile.native.c_types import FLOAT_SUFFIXES as _DTYPES
 from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
@@ -31,7 +32,6 @@ VERSION = 1
 FUSED, FUSED_GRAD, CATEGORICAL, CATEGORICAL_GRAD = 0, 1, 2, 3
 
 #: Per storage dtype: (suffix of the C names, compute type's suffix).
-_DTYPES = {"float16": ("f16", "f32"), "float32": ("f32", "f32"), "float64": ("f64", "f64")}
 
 _TARGETS = Template(r"""
 /* ---- symgraph cross-entropy targets, ${IT} (see nnet_loss_codegen.py) ---- */

@@ -23,6 +23,7 @@ dimensions a batch of planes (shared among OpenMP threads).
 
 from string import Template
 
+from symgraph.compile.native.c_types import FLOAT_DTYPES as _FLOATS
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
 from symgraph.compile.native.pool_codegen import _GEOMETRY, _Gen, _offset, _out_loops
@@ -32,7 +33,6 @@ __all__ = ["argmax_kernel", "VERSION"]
 #: Bump when the generated code changes in a way its text would not show.
 VERSION = 1
 
-_FLOATS = ("float16", "float32", "float64")
 
 
 def _parallel(gen, body, error=None):

@@ -41,6 +41,7 @@ to float16 rounding.
 
 from string import Template
 
+from symgraph.compile.native.c_types import FLOAT_DTYPES as _FLOATS
 from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import CKernel
@@ -50,7 +51,6 @@ __all__ = ["pool_kernel", "VERSION"]
 #: Bump when the generated code changes in a way its text would not show.
 VERSION = 1
 
-_FLOATS = ("float16", "float32", "float64")
 
 
 class _Gen:
