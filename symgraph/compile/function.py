@@ -11,7 +11,7 @@ In-place updates are the exception to "written after": an update rewritten to
 work in place (``w <- w - lr * g`` as one in-place node) writes into the
 shared variable's own buffer while the call runs.  Those nodes run last
 (``opt/inplace.py``), and before the first of them writes, an update guard
-(``vm.update_guard``) predicts from shapes and indices whether any later node
+(``update_guard.py``) predicts from shapes and indices whether any later node
 fails: a second in-place update given a shape that does not broadcast, an
 index out of bounds, operands of an in-place Gemm that do not fit.  It then
 raises that node's own error before anything is written.  So bad input (of a
@@ -35,8 +35,11 @@ from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 # the rewrites that run before any kernel is built ask it what can be fused.
 from symgraph.compile.native import lowerings as _cpu_backend  # noqa: F401
 from symgraph.compile.shared import SharedVariable
-from symgraph.compile.vm import (VM, ProfileStats, check_steps, debug_check, nan_guard_check,
-                                 update_guard)
+from symgraph.compile.debug_checks import check_steps, debug_check
+from symgraph.compile.nan_guard import nan_guard_check
+from symgraph.compile.profiling import ProfileStats
+from symgraph.compile.update_guard import update_guard
+from symgraph.compile.vm import VM
 from symgraph.config import config
 from symgraph.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from symgraph.graph.destroy import DestroyHandler

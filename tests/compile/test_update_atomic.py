@@ -12,7 +12,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.vm import update_guard
+from symgraph.compile.update_guard import update_guard
 
 LINKERS = ["py", "c|py", "c"]
 
