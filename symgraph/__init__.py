@@ -15,9 +15,6 @@ from symgraph.compile.mode import Mode, FAST_RUN, FAST_COMPILE  # noqa: E402,F40
 from symgraph.compile.shared import shared, SharedVariable  # noqa: E402,F401
 from symgraph.graph.basic import Variable, Constant, Apply, Op, Type  # noqa: E402,F401
 from symgraph.graph.fg import FunctionGraph  # noqa: E402,F401
-# Theano's theano.scan is the function; importing it here binds the name
-# symgraph.scan to it rather than to the package symgraph/scan/.
-from symgraph.scan import scan, map, reduce, foldl, foldr, scan_checkpoints  # noqa: E402,F401
 
 # Loaded on first use, so that `import symgraph` stays fast.
 _LAZY = {
@@ -25,7 +22,9 @@ _LAZY = {
     "hessian": "symgraph.gradient", "Rop": "symgraph.gradient", "Lop": "symgraph.gradient",
     "gradient": None, "printing": None, "ifelse": None, "opt": None,
     "debugprint": "symgraph.printing", "pp": "symgraph.printing",
-    "scan_module": None,
+    # symgraph.scan is the package symgraph/scan/, callable as Theano's function.
+    "scan": None, "scan_module": None, "map": "symgraph.scan", "reduce": "symgraph.scan",
+    "foldl": "symgraph.scan", "foldr": "symgraph.scan", "scan_checkpoints": "symgraph.scan",
 }
 
 

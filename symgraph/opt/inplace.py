@@ -58,9 +58,13 @@ def _elemwise_candidates(node):
     if type(op) is not Elemwise and not hasattr(op, "with_inplace_pattern"):
         return None  # an unknown subclass: its constructor may differ
     # Same dtype and static shape: an input that broadcasts (or whose static
-    # shape says less than the output's) cannot hold the result.
+    # shape says less than the output's) cannot hold the result.  Compared with
+    # the outputs rebuilt from the inputs, which may say more than the node's
+    # own when an input was replaced by a more specific variable (fusion
+    # exposing an intermediate with the fused node's static shape).
+    outputs = op.make_node(*node.inputs).outputs
     return [(o, [i for i, inp in enumerate(node.inputs) if inp.type == out.type])
-            for o, out in enumerate(node.outputs)]
+            for o, out in enumerate(outputs)]
 
 
 def _elemwise_build(node, pattern):

@@ -535,3 +535,17 @@ def test_rewrite_without_a_destroy_handler_does_nothing():
     fg.attach_feature(History())
     assert inplace_mod.inplace_elemwise(fg) == 0
     assert not any(n.op.destroy_map for n in fg.apply_nodes)
+
+
+def test_consumer_of_an_intermediate_refined_by_fusion_goes_in_place():
+    # Fusion exposes sigmoid(a) as an output of the fused node, whose static
+    # shape (4,) says more than sigmoid's own (?,); the consumer that still
+    # declares (?,) must not make the in-place rewrite fail (a GRU step does this).
+    a, W = T.dvector("a"), T.dmatrix("W")
+    h = T.TensorType("float64", shape=(4,))("h")
+    s = T.nnet.sigmoid(a)
+    f = function([a, W, h], [T.dot(W, s) * s, s * h])
+    got = f(np.ones(4), np.ones((4, 4)), np.ones(4))
+    sig = 1 / (1 + np.exp(-1.0))
+    np.testing.assert_allclose(got[0], 4 * sig * sig)
+    np.testing.assert_allclose(got[1], sig)

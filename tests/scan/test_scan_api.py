@@ -23,12 +23,16 @@ def test_import_paths():
     import symgraph.scan_module
 
     assert until_a is until_b is symgraph.scan_module.until
-    assert symgraph.scan_module.scan is symgraph.scan
+    assert symgraph.scan_module.scan is symgraph.scan.scan
     for name in ("scan", "map", "reduce", "foldl", "foldr", "scan_checkpoints"):
         assert callable(getattr(symgraph, name))
-    import symgraph.scan as scan_function   # Theano's name is the function, as in Theano
+    import inspect
+    import symgraph.scan.op as op_module   # the package's modules import as usual
 
-    out, _ = scan_function(lambda x: x * 2, sequences=T.vector("v"))
+    assert op_module.Scan is Scan
+    # symgraph.scan is the package, callable as Theano's function.
+    assert "outputs_info" in inspect.signature(symgraph.scan).parameters
+    out, _ = symgraph.scan(lambda x: x * 2, sequences=T.vector("v"))
     assert out.ndim == 1
 
 
