@@ -302,3 +302,35 @@ def test_profile_gives_step_time_per_op_and_overhead():
     text = stats.summary(file="str")
     assert "Scan profile: scan 'prof'" in text and "overhead per step" in text
     assert "time per op" in text and "tanh" in text
+
+
+@pytest.mark.parametrize("mode", ["DebugMode", "NanGuardMode", "FAST_COMPILE", "FAST_RUN"])
+def test_modes_pickling_givens_and_eval(rng, mode):
+    import pickle
+
+    W = symgraph.shared(rng.normal(size=(3, 3)) * .5, name="W")
+    x = T.matrix("x")
+    h0 = T.vector("h0")
+    out, _ = symgraph.scan(lambda x_t, h: T.tanh(T.dot(h, W) + x_t), sequences=x,
+                           outputs_info=h0)
+    g = symgraph.grad(out.sum(), W)
+    f = symgraph.function([x], [out, g], givens={h0: T.zeros_like(x[0])}, mode=mode)
+    xv = rng.normal(size=(4, 3))
+    got_out, got_g = f(xv)
+    h, expected = np.zeros(3), []
+    for t in range(4):
+        h = np.tanh(h @ W.get_value() + xv[t])
+        expected.append(h)
+    np.testing.assert_allclose(got_out, expected)
+    again = pickle.loads(pickle.dumps(f))
+    np.testing.assert_allclose(again(xv)[1], got_g)
+    np.testing.assert_allclose(out.eval({x: xv, h0: np.zeros(3)}), expected)
+
+
+def test_nan_guard_names_the_inner_node():
+    x = T.matrix("x")
+    out, _ = symgraph.scan(lambda x_t, h: T.log(h + x_t), sequences=x,
+                           outputs_info=T.zeros_like(x[0]))
+    f = symgraph.function([x], out, mode="NanGuardMode")
+    with pytest.raises(FloatingPointError, match="(?s)failed at step 1.*log"):
+        f(np.array([[1.0, 1.0], [-5.0, 1.0]]))
