@@ -14,7 +14,7 @@ gradients, with ``convdim`` (2 or 3) spatial dimensions:
 
 They say *what* to compute, not how: ``perform`` is the NumPy reference
 (``ops/conv_reference.py``, in float64, cast to the output dtype), and the
-rewrites of ``opt/conv_dnn.py`` replace them by concrete ops that carry an
+rewrites of ``opt/conv_concrete.py`` replace them by concrete ops that carry an
 algorithm and a precision.  Being separate ops is what lets the backward flags
 (``dnn.conv.algo_bwd_*``) choose for the gradients.
 

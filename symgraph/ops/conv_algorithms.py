@@ -1,6 +1,6 @@
 """Concrete convolution ops: ``DnnConv``, ``DnnConvGradI`` and ``DnnConvGradW``.
 
-The rewrites of ``opt/conv_dnn.py`` replace the abstract ops of
+The rewrites of ``opt/conv_concrete.py`` replace the abstract ops of
 ``ops/conv.py`` by these, which carry *how* to compute: the algorithm (the
 ``dnn.conv.algo_*`` flag value) and the precision (the compute dtype resolved
 from ``dnn.conv.precision`` and the data's dtype).  Their inputs, outputs,
@@ -205,7 +205,7 @@ class DnnConv(_DnnConvBase):
     precision (Theano's ``GpuDnnConv``); replaces ``AbstractConv``.
 
     With an epilogue (the rewrite ``local_conv_bias_relu`` of
-    ``opt/conv_dnn.py`` makes these): ``bias=True`` takes a third input, a
+    ``opt/conv_concrete.py`` makes these): ``bias=True`` takes a third input, a
     vector of one value per output channel, added to the result;
     ``activation='relu'`` applies ``maximum(., 0)`` last.  The kernel applies
     them while the result is in cache (see ``conv_codegen.py``); the

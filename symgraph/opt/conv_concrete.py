@@ -4,7 +4,7 @@
 ``AbstractConvGradInputs`` becomes ``DnnConvGradI`` (``algo_bwd_data``) and
 ``AbstractConvGradWeights`` becomes ``DnnConvGradW`` (``algo_bwd_filter``);
 the precision is ``dnn.conv.precision`` resolved for the node's dtype
-(``ops/dnn_conv.py: resolve_precision``).  The flags are read when a graph is
+(``ops/conv_algorithms.py: resolve_precision``).  The flags are read when a graph is
 optimized, so ``change_flags`` around ``function()`` takes effect.
 
 Where the graph already shows that the flag's algorithm cannot run the node
@@ -40,7 +40,7 @@ ALGO_FLAGS = {"fwd": "dnn.conv.algo_fwd", "bwd_data": "dnn.conv.algo_bwd_data",
 def concrete_op(node, cls):
     """The concrete op of class ``cls`` for the abstract ``node``, from the flags."""
     from symgraph.config import config
-    from symgraph.ops.dnn_conv import resolve_precision, static_fallback
+    from symgraph.ops.conv_algorithms import resolve_precision, static_fallback
 
     op = node.op
     algo = config.get(ALGO_FLAGS[cls.direction])
@@ -53,9 +53,9 @@ def concrete_op(node, cls):
 
 
 def _replace(node, cls_name):
-    from symgraph.ops import dnn_conv
+    from symgraph.ops import conv_algorithms
 
-    op = concrete_op(node, getattr(dnn_conv, cls_name))
+    op = concrete_op(node, getattr(conv_algorithms, cls_name))
     # The abstract node's inputs as they are (its make_node already cast them
     # and declared the shape hints); the same output type.
     new = Apply(op, list(node.inputs), [node.outputs[0].type()])
@@ -89,7 +89,7 @@ for _rewriter in (local_conv_dnn, local_conv_gradinputs_dnn, local_conv_gradweig
 def _plain_conv(var, dtype, *, bias_ok):
     """The DnnConv node computing ``var`` when it can take an epilogue (no
     activation yet; no bias yet unless ``bias_ok``; of ``dtype``), else None."""
-    from symgraph.ops.dnn_conv import DnnConv
+    from symgraph.ops.conv_algorithms import DnnConv
 
     node = var.owner
     if node is None or type(node.op) is not DnnConv or node.op.activation is not None:

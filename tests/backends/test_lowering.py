@@ -134,10 +134,10 @@ def _imports(path):
 
 #: Imports of the CPU backend that ops still make, with the work that removes them.
 #: scalar.py: scalar ops' C expressions use the C type tables (they move to a
-#: per-language table); dnn_conv.py: the profile label and debugprint note read
+#: per-language table); conv_algorithms.py: the profile label and debugprint note read
 #: the algorithms this process chose (a hook the backend will provide).
 KNOWN = {("scalar.py", "symgraph.compile.native.c_types"),
-         ("dnn_conv.py", "symgraph.compile.native")}
+         ("conv_algorithms.py", "symgraph.compile.native")}
 
 
 def test_ops_import_no_backend_but_the_known_cases():

@@ -12,7 +12,7 @@ import symgraph.tensor as T
 from symgraph.compile.native import conv_library, conv_tuning
 from symgraph.compile.native.cache import get_cache
 from symgraph.compile.native.compiler import COMPILE_STATS
-from symgraph.ops.dnn_conv import DnnConv
+from symgraph.ops.conv_algorithms import DnnConv
 from symgraph.compile.native.lowerings import cpu_kernel
 
 

@@ -1,4 +1,4 @@
-"""The rewrites abstract -> concrete convolution (``opt/conv_dnn.py``), the flags
+"""The rewrites abstract -> concrete convolution (``opt/conv_concrete.py``), the flags
 that choose algorithm and precision, and the tuning cache of ``time_*``.
 
 The flag tests only optimize graphs (no compile); the values of every
@@ -28,7 +28,7 @@ from symgraph.config import ConfigError
 from symgraph.graph.fg import FunctionGraph
 from symgraph.ops import conv_reference as ref
 from symgraph.ops.conv import AbstractConv, AbstractConvGradInputs, AbstractConvGradWeights
-from symgraph.ops.dnn_conv import ALGOS, DnnConv, DnnConvGradI, DnnConvGradW
+from symgraph.ops.conv_algorithms import ALGOS, DnnConv, DnnConvGradI, DnnConvGradW
 from symgraph.opt.pipeline import optimize
 from symgraph.tensor.nnet.abstract_conv import conv2d, conv3d
 
@@ -194,7 +194,7 @@ _CHILD = textwrap.dedent("""
     import numpy as np
     import symgraph
     from symgraph.compile.native import conv_tuning
-    from tests.opt.test_conv_dnn import _graph, _values
+    from tests.opt.test_conv_concrete import _graph, _values
     conv_tuning.MIN_CPU_SHARE = 0  # a loaded machine must not keep the files out
     inputs, outputs = _graph()
     f = symgraph.function(inputs, outputs)

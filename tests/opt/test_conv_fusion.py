@@ -10,7 +10,7 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.gradient import verify_grad
 from symgraph.ops import conv_reference as ref
-from symgraph.ops.dnn_conv import DnnConv
+from symgraph.ops.conv_algorithms import DnnConv
 from symgraph.tensor import nnet
 from tests.ops.op_checks import check_shapes
 

@@ -1,4 +1,4 @@
-"""Native kernels of ``DnnConv``, ``DnnConvGradI`` and ``DnnConvGradW`` (``ops/dnn_conv.py``).
+"""Native kernels of ``DnnConv``, ``DnnConvGradI`` and ``DnnConvGradW`` (``ops/conv_algorithms.py``).
 
 The algorithms (``c_src/conv/sg_conv.h``) compute a cross-correlation on
 C-contiguous buffers of the compute type; a kernel here adapts a node to

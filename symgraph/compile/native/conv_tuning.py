@@ -1,6 +1,6 @@
 """The convolution algorithm choices: a process registry and a tuning cache on disk.
 
-The C kernels of the concrete convolution ops (``ops/dnn_conv.py``, code from
+The C kernels of the concrete convolution ops (``ops/conv_algorithms.py``, code from
 ``conv_codegen.py``, choice logic in ``c_src/conv/sg_conv_choose.h``) pick an
 algorithm on the first call with a geometry (or once, for the ``*_once`` flag
 values).  They tell Python what they chose through two C function pointers

@@ -10,7 +10,7 @@ A class not listed here (nor a base class of it) runs its Python ``perform``.
 
 from symgraph.backends.lowering import lower, register_lowering
 from symgraph.compile.native.fusable import elemwise_has_c, reduction_has_c
-from symgraph.ops import (advanced_subtensor, alloc, blas, bn, dnn_conv, elemwise, gemm,
+from symgraph.ops import (advanced_subtensor, alloc, blas, bn, conv_algorithms, elemwise, gemm,
                           join, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce, shape,
                           subtensor)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
@@ -57,9 +57,9 @@ _TABLE = [
     (gemm.Gemv, "blas_codegen:blas_update_lowering", ()),
     (gemm.Ger, "blas_codegen:blas_update_lowering", ()),
     # softmax and losses
-    (nnet.Softmax, "nnet_codegen:nnet_kernel", ("softmax",)),
-    (nnet.LogSoftmax, "nnet_codegen:nnet_kernel", ("log_softmax",)),
-    (nnet.SoftmaxGrad, "nnet_codegen:nnet_kernel", ("softmax_grad",)),
+    (nnet.Softmax, "softmax_codegen:nnet_kernel", ("softmax",)),
+    (nnet.LogSoftmax, "softmax_codegen:nnet_kernel", ("log_softmax",)),
+    (nnet.SoftmaxGrad, "softmax_codegen:nnet_kernel", ("softmax_grad",)),
     (nnet_loss.CrossentropyCategorical1Hot, "nnet_loss_codegen:loss_kernel",
      ("CrossentropyCategorical1Hot",)),
     (nnet_loss.CrossentropyCategorical1HotGrad, "nnet_loss_codegen:loss_kernel",
@@ -80,9 +80,9 @@ _TABLE = [
     (pool_argmax.MaxPoolWithArgmax, "pool_argmax_codegen:argmax_kernel", ("forward",)),
     (pool_argmax.MaxPoolGradFromArgmax, "pool_argmax_codegen:argmax_kernel", ("backward",)),
     # convolution (the algorithms chosen by the dnn flags)
-    (dnn_conv.DnnConv, "conv_codegen:conv_kernel", ()),
-    (dnn_conv.DnnConvGradI, "conv_codegen:conv_kernel", ()),
-    (dnn_conv.DnnConvGradW, "conv_codegen:conv_kernel", ()),
+    (conv_algorithms.DnnConv, "conv_codegen:conv_kernel", ()),
+    (conv_algorithms.DnnConvGradI, "conv_codegen:conv_kernel", ()),
+    (conv_algorithms.DnnConvGradW, "conv_codegen:conv_kernel", ()),
 ]
 
 for _cls, _rule, _args in _TABLE:

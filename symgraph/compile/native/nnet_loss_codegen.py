@@ -8,7 +8,7 @@ Every kernel first converts the targets to int64 indices in ``[0, k)``
 (negative ones counted from the end, as the Python ``perform``); a bad index
 fails the call with an IndexError naming the op, the row and the index.
 
-The softmax rows reuse the row cores of ``nnet_codegen`` (the vectorized
+The softmax rows reuse the row cores of ``softmax_codegen`` (the vectorized
 maximum and the blocked exp-and-sum, libmvec's ``exp``), so that the fused op's
 ``sm`` rounds as ``Softmax``'s does.  Rows whose elements are contiguous are
 computed where they lie; any other layout, and float16, goes through a

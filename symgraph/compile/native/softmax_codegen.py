@@ -82,7 +82,7 @@ SOFTMAX, LOG_SOFTMAX, GRAD = 0, 1, 2
 # -- the row cores, per compute type -------------------------------------------
 
 _CORE = Template(r"""
-/* ---- symgraph softmax rows, ${T} (see nnet_codegen.py) ---- */
+/* ---- symgraph softmax rows, ${T} (see softmax_codegen.py) ---- */
 #include <immintrin.h>
 #define SG_NN_BLOCK ${BLOCK}
 #define SG_NN_COLS ${COLS}
@@ -253,7 +253,7 @@ static void sg_nn_cols_${X}(int op, int64_t n, int64_t w, const char *a, int64_t
 # -- the driver, per storage type: rows, gather/scatter, the workspace -----------
 
 _DRIVER = Template(r"""
-/* ---- symgraph softmax driver, ${S} computed in ${T} (see nnet_codegen.py) ---- */
+/* ---- symgraph softmax driver, ${S} computed in ${T} (see softmax_codegen.py) ---- */
 
 /* True when the elements of a row (dimensions rd, in order) are contiguous. */
 static int sg_nn_row_contig_${Y}(const sg_array *a, const int *rd, int nr) {

@@ -124,7 +124,7 @@ def split_unit(key, code):
 
 def shared_units():
     """The Units of the library, in order (a unit may use the ones before it)."""
-    from symgraph.compile.native import blas_support, nnet_codegen, reduce_plan
+    from symgraph.compile.native import blas_support, softmax_codegen, reduce_plan
     from symgraph.compile.native.elemwise_codegen import EW_SUPPORT
 
     units = [split_unit(*EW_SUPPORT),
@@ -133,9 +133,9 @@ def shared_units():
     for T in ("float", "double"):
         units.append(split_unit(*blas_support.typed_text(T)))
     for suffix in ("f32", "f64"):
-        units.append(split_unit(*nnet_codegen.core_text(suffix)))
+        units.append(split_unit(*softmax_codegen.core_text(suffix)))
     for dtype in ("float16", "float32", "float64"):
-        units.append(split_unit(*nnet_codegen.driver_text(dtype)))
+        units.append(split_unit(*softmax_codegen.driver_text(dtype)))
     return units
 
 
