@@ -56,7 +56,7 @@ except ImportError:  # not POSIX: fall back to a lock within this process only
     fcntl = None
 
 from symgraph.compile.native import compiler
-from symgraph.compile.native.cache_files import (  # noqa: F401  (write_private_atomic re-exported)
+from symgraph.compile.native.cache_files import (  # noqa: F401  (re-exported)
     META_NAME, CacheEntry, entry_info, scandirs, sha256_file, write_private,
     write_private_atomic)
 from symgraph.compile.native.cache_keys import (  # noqa: F401  (re-exported)
@@ -546,15 +546,7 @@ class ModuleCache:
         path = self._index_path(name_key)
         text = json.dumps({"format": CACHE_FORMAT, "name_key": name_key, "value": value},
                           sort_keys=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_private_atomic(path, text)
 
 
 _caches = {}
