@@ -9,14 +9,16 @@
    non-sequences is computed once before the loop, and the step receives its
    value as a non-sequence (so ``W.T`` or the forward part of an inner
    gradient is not recomputed at every step);
-3. drops the non-sequences nothing uses any more, and applies a new Scan op.
+3. computes the work that depends only on the sequences for all steps at once
+   (``scan/pushout.py``: ``dot(x_t, W)`` becomes one ``dot(X, W)``);
+4. drops the non-sequences nothing uses any more, and applies a new Scan op.
 """
 
 from collections import namedtuple
 
 from symgraph.graph.basic import Constant, clone_replace, graph_inputs, io_toposort
 from symgraph.scan.info import ScanInfo
-from symgraph.scan.op import Scan
+from symgraph.scan.op import Scan, describe_scan
 
 Sequence = namedtuple("Sequence", "outer placeholder reverse label")
 Recurrence = namedtuple("Recurrence", "outer taps placeholders output keep label")
@@ -50,6 +52,15 @@ def build_scan(n_steps, sequences=(), recurrences=(), mapped=(), states=(), nons
     outputs, nonseqs = _close(outputs, placeholders, nonseqs, on_implicit)
     if hoist:
         outputs, nonseqs = _hoist(outputs, variant, nonseqs)
+        if cond is None:
+            from symgraph.scan.pushout import push_out_sequence_work
+
+            outputs, more = push_out_sequence_work(
+                outputs, sequences, nonseqs, n_steps,
+                lambda outer, ph, rev: Sequence(outer, ph, rev, "a step value computed for "
+                                                "all steps before the loop"),
+                describe_scan(name, defined_at))
+            sequences.extend(more)
     nonseqs = _used_nonseqs(outputs, nonseqs)
 
     inner_inputs = [s.placeholder for s in sequences]

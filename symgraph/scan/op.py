@@ -91,11 +91,7 @@ class Scan(Op):
 
     def where(self):
         """How errors name this loop: its name and the user's line that built it."""
-        text = f"scan {self.name!r}" if self.name else "scan"
-        at = self.defined_at
-        if at is not None:
-            text += f" (built at {at.filename}:{at.lineno})"
-        return text
+        return describe_scan(self.name, self.defined_at)
 
     def label(self, category, index):
         """The user's name for an entry: ``'sequences[1] (tap -2)'``..."""
@@ -248,6 +244,14 @@ class Scan(Op):
         from symgraph.scan.rop import scan_rop
 
         return scan_rop(self, inputs, eval_points)
+
+
+def describe_scan(name, defined_at):
+    """``"scan 'name' (built at file:line)"``: how errors name a loop."""
+    text = f"scan {name!r}" if name else "scan"
+    if defined_at is not None:
+        text += f" (built at {defined_at.filename}:{defined_at.lineno})"
+    return text
 
 
 def _check_outer(op, var, placeholder, extra_dims, label):

@@ -3,6 +3,9 @@
 ``scan_remove_unused_outputs``: outputs that nothing reads are dropped with
 the step's work that only they needed.
 
+``scan_mapped_sequence``: a mapped output that is a sequence's slice is that
+sequence (a map whose work was all computed before the loop needs no loop).
+
 ``scan_keep_last``: a recurrent output of which only the last entries are read
 (``result[-1]`` of Theano's ``A**k`` example, the updates of shared variables,
 ``reduce``) is kept in a ring of exactly the entries its taps and its readers
@@ -117,5 +120,32 @@ def scan_remove_unused_outputs(fgraph, node):
     return mapping
 
 
+@node_rewriter([Scan])
+def scan_mapped_sequence(fgraph, node):
+    """A mapped output whose step value is a sequence's slice is that sequence:
+    once the work that depends only on the sequences was computed for all steps
+    (``scan/pushout.py``), a map such as ``tanh(dot(v, W) + b)`` over ``X``
+    needs no loop at all."""
+    op, info = node.op, node.op.info
+    if info.as_while:
+        return None
+    seq_of = {op.inner_inputs[info.inner_seq(i)]: i for i in range(info.n_seqs)}
+    n = node.inputs[0]
+    changes = {}
+    for j in range(info.n_nitsot):
+        out = node.outputs[info.out_nitsot(j)]
+        i = seq_of.get(op.inner_outputs[info.inner_out_nitsot(j)])
+        if i is None or not fgraph.clients.get(out):
+            continue
+        seq = node.inputs[info.outer_seq(i)]
+        # The loop writes entry t (or n-1-t) with the slice it read, t (or len-1-t).
+        part = seq[seq.shape[0] - n:] if info.seq_reverse[i] else seq[:n]
+        if info.seq_reverse[i] != info.nitsot_reverse[j]:
+            part = part[::-1]
+        changes[out] = part
+    return changes or None
+
+
 register(scan_keep_last, "fast_run", "scan", phase="specialize")
+register(scan_mapped_sequence, "fast_run", "scan", phase="canonicalize")
 register(scan_remove_unused_outputs, "fast_run", "scan", phase="canonicalize")

@@ -204,13 +204,39 @@ def test_implicit_non_sequences_and_free_variables(rng):
 
 
 def test_loop_invariant_work_runs_once_outside():
-    W = T.matrix("W")
+    W = T.vector("W")
     x = T.matrix("x")
-    out, _ = symgraph.scan(lambda x_t: T.dot(x_t, T.exp(W).T), sequences=x)
-    node = out.owner
-    inner_ops = {type(n.op).__name__ for n in
-                 symgraph.graph.basic.io_toposort(node.op.inner_inputs, node.op.inner_outputs)}
-    assert inner_ops == {"Dot"}
+    out, _ = symgraph.scan(lambda x_t, h: h * T.exp(W).sum() + x_t, sequences=x,
+                           outputs_info=T.zeros_like(W))
+    node = out.owner.inputs[0].owner      # out is the loop's buffer without its initial entry
+    inner_ops = {str(n.op) for n in symgraph.graph.basic.io_toposort(
+        node.op.inner_inputs, node.op.inner_outputs)}
+    assert not any("exp" in o or "Sum" in o for o in inner_ops)
+    xv, wv = np.ones((3, 2)), np.array([0.0, -1.0])
+    got = symgraph.function([x, W], out)(xv, wv)
+    h, k = np.zeros(2), np.exp(wv).sum()
+    for t in range(3):
+        h = h * k + xv[t]
+        np.testing.assert_allclose(got[t], h)
+
+
+def test_map_of_sequence_work_runs_without_a_loop(rng):
+    X = T.matrix("X")
+    W = T.matrix("W")
+    b = T.vector("b")
+    out, _ = symgraph.scan(lambda v: T.tanh(T.dot(v, T.exp(W)) + b), sequences=X)
+    f = symgraph.function([X, W, b], [out, symgraph.grad(out.sum(), W)])
+    assert not _scan_nodes(f)     # computed for all steps at once: no loop left
+    xv, wv, bv = rng.normal(size=(7, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
+    got, g = f(xv, wv, bv)
+    np.testing.assert_allclose(got, np.tanh(xv @ np.exp(wv) + bv))
+    d = (1 - got ** 2)
+    np.testing.assert_allclose(g, (xv.T @ d) * np.exp(wv))
+    n = T.iscalar("n")
+    short, _ = symgraph.scan(lambda v: v * 2, sequences=X, n_steps=n)
+    with pytest.raises(ValueError, match=r"sequences\[0\] 'X' has 7 entries, but the loop "
+                                         r"runs 9 steps"):
+        symgraph.function([X, n], short)(xv, 9)
 
 
 def test_views_map_reduce_foldl_foldr(rng):
@@ -254,14 +280,14 @@ def test_reduce_keeps_a_ring_of_the_needed_length(rng):
 
 def test_mode_and_name():
     x = T.vector("x")
-    out, _ = symgraph.scan(lambda a: a + 1, sequences=x, name="plus_one",
-                           mode=symgraph.Mode(linker="py"))
+    out, _ = symgraph.scan(lambda a, h: h + a, sequences=x, name="plus_one",
+                           outputs_info=T.constant(1.0), mode=symgraph.Mode(linker="py"))
     f = symgraph.function([x], out, mode=symgraph.Mode(linker="py", optimizer=None))
     (node,) = _scan_nodes(f)
     assert "plus_one" in str(node.op)
     assert node.tag.scan_inner.maker.mode.linker == "py"
-    np.testing.assert_allclose(f(np.arange(3.0)), [1, 2, 3])
-    default, _ = symgraph.scan(lambda a: a + 1, sequences=x)
+    np.testing.assert_allclose(f(np.arange(3.0)), [1, 2, 4])
+    default, _ = symgraph.scan(lambda a, h: h + a, sequences=x, outputs_info=T.constant(1.0))
     g = symgraph.function([x], default, mode=symgraph.Mode(linker="py"))
     assert _scan_nodes(g)[0].tag.scan_inner.maker.mode.linker == "py"
 

@@ -346,14 +346,19 @@ def test_backward_step_does_only_the_needed_work():
     Wx, Wh = T.matrix("Wx"), T.matrix("Wh")
     h, _ = symgraph.scan(lambda x_t, h: T.tanh(T.dot(x_t, Wx) + T.dot(h, Wh)), sequences=x,
                          outputs_info=T.zeros((x.shape[1], Wh.shape[0])), name="rnn")
-    f = symgraph.function([x, Wx, Wh], symgraph.grad(h[-1].sum(), [Wx, Wh]))
+    f = symgraph.function([x, Wx, Wh], symgraph.grad(h[-1].sum(), Wh))
     (backward,) = [n for n in f.maker.fgraph.toposort()
                    if isinstance(n.op, Scan) and n.op.name == "grad_of_rnn"]
     inner = symgraph.printing.debugprint(backward.op.inner_outputs, file="str")
     # tanh's derivative reads the stored forward output: no replay of the step ...
     assert "tanh" not in inner
-    # ... and no gradient for the sequence x, which nobody asked for.
+    # ... and no gradient for dot(x_t, Wx) (computed for all steps before the
+    # loop), which only the gradients of x and Wx need.
     assert backward.op.info.n_nitsot == 0
+    g = symgraph.function([x, Wx, Wh], symgraph.grad(h[-1].sum(), Wx))
+    (backward,) = [n for n in g.maker.fgraph.toposort()
+                   if isinstance(n.op, Scan) and n.op.name == "grad_of_rnn"]
+    assert backward.op.info.n_nitsot == 1   # the adjoint of dot(x_t, Wx); one product after
 
 
 def test_gru_trains_like_the_unrolled_graph(rng):
