@@ -317,3 +317,76 @@ def test_until_powers_of_two():
                             n_steps=10)
     np.testing.assert_array_equal(theano.function([max_value], capped)(1e300),
                                   2.0 ** np.arange(1, 11))
+
+
+def test_deep_learning_tutorial_lstm_layer():
+    """The LSTM layer of Theano's deep-learning tutorial (lstm.py), as written
+    there: masks, slices of the pre-activation, tensor.alloc initial states."""
+    tensor = T
+    dim = 4
+    rng = np.random.RandomState(0)
+    tparams = {k: theano.shared(rng.randn(*s) * 0.3, name=k)
+               for k, s in [("lstm_W", (dim, 4 * dim)), ("lstm_U", (dim, 4 * dim)),
+                            ("lstm_b", (4 * dim,))]}
+
+    def numpy_floatX(data):
+        return np.asarray(data, dtype=theano.config.floatX)
+
+    def lstm_layer(state_below, mask):
+        nsteps = state_below.shape[0]
+        n_samples = state_below.shape[1]
+
+        def _slice(_x, n, dim):
+            return _x[:, n * dim:(n + 1) * dim]
+
+        def _step(m_, x_, h_, c_):
+            preact = tensor.dot(h_, tparams['lstm_U'])
+            preact += x_
+            i = tensor.nnet.sigmoid(_slice(preact, 0, dim))
+            f = tensor.nnet.sigmoid(_slice(preact, 1, dim))
+            o = tensor.nnet.sigmoid(_slice(preact, 2, dim))
+            c = tensor.tanh(_slice(preact, 3, dim))
+            c = f * c_ + i * c
+            c = m_[:, None] * c + (1. - m_)[:, None] * c_
+            h = o * tensor.tanh(c)
+            h = m_[:, None] * h + (1. - m_)[:, None] * h_
+            return h, c
+
+        state_below = (tensor.dot(state_below, tparams['lstm_W']) + tparams['lstm_b'])
+        rval, updates = theano.scan(_step, sequences=[mask, state_below],
+                                    outputs_info=[tensor.alloc(numpy_floatX(0.), n_samples, dim),
+                                                  tensor.alloc(numpy_floatX(0.), n_samples, dim)],
+                                    name='lstm_layers', n_steps=nsteps)
+        return rval[0]
+
+    x = tensor.tensor3('x')
+    mask = tensor.matrix('mask')
+    cost = (lstm_layer(x, mask)[-1] ** 2).sum()
+    params = list(tparams.values())
+    f = theano.function([x, mask], [cost] + tensor.grad(cost, wrt=params))
+    xv, mv = rng.randn(5, 3, dim), np.ones((5, 3))
+    mv[3:, 1] = 0
+
+    def np_cost(W, U, b):
+        sig = lambda v: 1 / (1 + np.exp(-v))   # noqa: E731
+        h, c = np.zeros((3, dim)), np.zeros((3, dim))
+        for t in range(5):
+            pre = h @ U + xv[t] @ W + b
+            i, fg, o = sig(pre[:, :dim]), sig(pre[:, dim:2 * dim]), sig(pre[:, 2 * dim:3 * dim])
+            c_new = fg * c + i * np.tanh(pre[:, 3 * dim:])
+            c_new = mv[t][:, None] * c_new + (1 - mv[t])[:, None] * c
+            h_new = o * np.tanh(c_new)
+            h = mv[t][:, None] * h_new + (1 - mv[t])[:, None] * h
+            c = c_new
+        return (h ** 2).sum()
+
+    values = [p.get_value() for p in params]
+    got = f(xv, mv)
+    assert got[0] == pytest.approx(np_cost(*values))
+    for k, (value, g) in enumerate(zip(values, got[1:])):
+        for idx in list(np.ndindex(value.shape))[::7]:
+            d = np.zeros_like(value)
+            d[idx] = 1e-6
+            plus = [v + d if j == k else v for j, v in enumerate(values)]
+            minus = [v - d if j == k else v for j, v in enumerate(values)]
+            assert g[idx] == pytest.approx((np_cost(*plus) - np_cost(*minus)) / 2e-6, abs=1e-6)
