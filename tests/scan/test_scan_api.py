@@ -360,3 +360,21 @@ def test_nan_guard_names_the_inner_node():
     f = symgraph.function([x], out, mode="NanGuardMode")
     with pytest.raises(FloatingPointError, match="(?s)failed at step 1.*log"):
         f(np.array([[1.0, 1.0], [-5.0, 1.0]]))
+
+
+def test_infer_shape(rng):
+    from helpers import check_infer_shape   # tests/helpers.py (tests/ is on sys.path)
+
+    x0 = T.matrix("x0")
+    W = T.matrix("W")
+    seq = T.matrix("seq")
+    (rec, mapped), _ = symgraph.scan(
+        lambda s, a, b, W: (a + b, T.dot(s, W).sum() * T.ones_like(W[0])),
+        sequences=seq, outputs_info=[dict(initial=x0, taps=[-2, -1]), None],
+        non_sequences=W)
+    node = rec.owner.inputs[0].owner
+    full = node.outputs
+    values = [rng.normal(size=(4, 3)), rng.normal(size=(3, 3)), rng.normal(size=(2, 3))]
+    check_infer_shape([full[0], full[1]], [seq, W, x0], values)
+    ring = node.op.with_info(rec_keep=(1,)).make_node(*node.inputs).outputs[0]
+    check_infer_shape(ring, [seq, W, x0], values)
