@@ -51,9 +51,7 @@ def scan_grad(op, inputs, outputs, output_grads):
     window = _Window(n, info.truncate_gradient)
     backward = _BackwardStep(op, plan, inputs, outputs, g_rec, g_nit, window)
     res = backward.build()
-    if res is None:
-        return result
-    grads, null = res
+    grads, null = res if res is not None else ({"seq": {}, "rec": {}, "nonseq": {}}, None)
     if null is not None:
         return [null if not _is_int(x) and plan.connected_input(p) else result[p]
                 for p, x in enumerate(inputs)]
@@ -61,12 +59,16 @@ def scan_grad(op, inputs, outputs, output_grads):
     for i, g in grads["seq"].items():
         result[info.outer_seq(i)] = _embed_seq(inputs[info.outer_seq(i)], g, n, window,
                                                info.seq_reverse[i])
-    for k, final in grads["rec"].items():
-        lag = info.lag(k)
-        adj = window.initial_adjoint(final, lag)
+    for k in range(info.n_rec):
+        lag, adj = info.lag(k), None
+        if k in grads["rec"]:
+            adj = window.initial_adjoint(grads["rec"][k], lag)
         if g_rec[k] is not None:
-            adj = adj + g_rec[k][:lag]
-        result[info.outer_rec(k)] = _embed_init(inputs[info.outer_rec(k)], adj, lag)
+            # The buffer's first entries are the initial value itself (a
+            # gradient of a gradient reads them through its tap windows).
+            adj = g_rec[k][:lag] if adj is None else adj + g_rec[k][:lag]
+        if adj is not None:
+            result[info.outer_rec(k)] = _embed_init(inputs[info.outer_rec(k)], adj, lag)
     for m, total in grads["nonseq"].items():
         result[info.outer_nonseq(m)] = total
     return result

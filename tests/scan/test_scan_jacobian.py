@@ -90,3 +90,18 @@ def test_jacobian_reports_disconnected_inputs_once():
     got_x, got_z = symgraph.function([x, z], [jx, jz])(np.ones(2), np.ones(3))
     np.testing.assert_allclose(got_x, 2 * np.eye(2))
     np.testing.assert_allclose(got_z, np.zeros((2, 3)))
+
+
+def test_hessian_through_a_scan_with_respect_to_its_initial_state(rng):
+    x0 = T.vector("x0")
+    w = T.vector("w")
+    out, _ = symgraph.scan(lambda a, b, w: T.sin(a) * b + w * 0.1,
+                           outputs_info=[dict(initial=T.stack([x0, x0 * 2]), taps=[-2, -1])],
+                           non_sequences=w, n_steps=4)
+    cost = (out[-1] ** 2).sum() + (out[1] * x0).sum()
+    h = symgraph.function([x0, w], hessian(cost, x0))
+    g = symgraph.function([x0, w], symgraph.grad(cost, x0))
+    x0v, wv = rng.normal(size=3), rng.normal(size=3)
+    numeric = np.stack([(g(x0v + d, wv) - g(x0v - d, wv)) / 2e-6
+                        for d in np.eye(3) * 1e-6], axis=1)
+    np.testing.assert_allclose(h(x0v, wv), numeric, atol=1e-6)
