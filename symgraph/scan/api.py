@@ -11,11 +11,12 @@ ordered dict from each shared variable updated inside the loop to its value
 after the last step (pass it to ``symgraph.function(updates=...)``).
 """
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 from symgraph.compile.shared import SharedVariable
 from symgraph.graph.basic import Constant, ancestors, clone_replace
 from symgraph.graph.trace import user_line
+from symgraph.ops.shape import shape_padleft
 from symgraph.scan.builder import Mapped, NonSequence, Recurrence, Sequence, State, build_scan
 from symgraph.scan.returns import split_step_return, until
 from symgraph.scan.taps import (as_list, as_variable, normalize_n_steps,
@@ -127,36 +128,10 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
 
     updates, defaults = _all_updates(update_pairs, outputs, cond, explicit, where)
     _retire_inner_defaults(defaults, args[:len(args) - len(explicit)])
-    shared_updated = list(updates)
-    replace = {}
-    nonseqs = []
-    for i, var in enumerate(explicit):
-        if isinstance(var, Constant) or var in updates or var in replace:
-            continue
-        placeholder = var.type()
-        placeholder.name = var.name
-        replace[var] = placeholder
-        nonseqs.append(NonSequence(var, placeholder, f"non_sequences[{i}]"))
-    shared_recs, shared_states = [], []
-    for var in shared_updated:
-        if hasattr(var.type, "ndim"):
-            placeholder = var.type()
-            shared_recs.append((var, placeholder))
-        else:
-            placeholder = var.type()
-            shared_states.append((var, placeholder))
-        placeholder.name = var.name
-        replace[var] = placeholder
-
-    everything = outputs + [updates[v] for v in shared_updated] + \
-        ([cond] if cond is not None else [])
-    cloned = clone_replace(everything, replace) if replace else everything
-    outs = cloned[:len(outputs)]
-    new_values = dict(zip(shared_updated, cloned[len(outputs):len(outputs) + len(updates)]))
-    inner_cond = cloned[-1] if cond is not None else None
+    step = _cut_step_graph(outputs, updates, cond, explicit)
 
     recurrences, mapped, order = [], [], []
-    for pos, (spec, out) in enumerate(zip(out_specs, outs)):
+    for pos, (spec, out) in enumerate(zip(out_specs, step.outputs)):
         if spec.kind == "rec":
             outer, placeholders = rec_inputs[pos]
             order.append(("rec", len(recurrences), -min(spec.taps)))
@@ -164,15 +139,14 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
         else:
             order.append(("map", len(mapped), 0))
             mapped.append(Mapped(out, False, f"output {pos} (outputs_info None)"))
-    from symgraph.ops.shape import shape_padleft
-
     first_shared_rec = len(recurrences)
-    for var, placeholder in shared_recs:
-        recurrences.append(Recurrence(shape_padleft(var), (-1,), [placeholder],
-                                      new_values[var], 0,
-                                      f"the update of shared variable {var}"))
-    states = [State(var, placeholder, new_values[var], f"the update of {var}")
-              for var, placeholder in shared_states]
+    # A tensor shared variable is a recurrence (tap -1, its history kept only
+    # when read); other values (random generators) are carried as states.
+    recurrences.extend(Recurrence(shape_padleft(var), (-1,), [ph], step.new_values[var], 0,
+                                  f"the update of shared variable {var}")
+                       for var, ph in step.shared_recs)
+    states = [State(var, ph, step.new_values[var], f"the update of {var}")
+              for var, ph in step.shared_states]
 
     def on_implicit(var):
         if strict:
@@ -180,29 +154,54 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
                 f"{where}: strict=True, but the step function uses {_describe(var)}, which "
                 f"is not in non_sequences; add it to non_sequences (or use strict=False)")
 
-    result = build_scan(n_steps, seq_entries, recurrences, mapped, states, nonseqs,
-                        cond=inner_cond, truncate_gradient=truncate_gradient, name=name,
+    result = build_scan(n_steps, seq_entries, recurrences, mapped, states, step.nonseqs,
+                        cond=step.cond, truncate_gradient=truncate_gradient, name=name,
                         mode=mode, profile=profile, defined_at=defined_at,
                         on_implicit=on_implicit)
 
-    user_outputs = []
-    for kind, index, lag in order:
-        if kind == "rec":
-            user_outputs.append(result.rec[index][lag:])
-        else:
-            user_outputs.append(result.nitsot[index])
+    # The loop's buffers start with the initial entries; Theano's outputs do not.
+    user_outputs = [result.rec[index][lag:] if kind == "rec" else result.nitsot[index]
+                    for kind, index, lag in order]
     scan_updates = OrderedUpdates()
-    for n, (var, _) in enumerate(shared_recs):
+    for n, (var, _) in enumerate(step.shared_recs):
         scan_updates[var] = result.rec[first_shared_rec + n][-1]
-    for n, (var, _) in enumerate(shared_states):
+    for n, (var, _) in enumerate(step.shared_states):
         scan_updates[var] = result.states[n]
-    for out in user_outputs:
-        out.name = None
     if return_list:
         return user_outputs, scan_updates
     if not user_outputs:
         return None, scan_updates
     return (user_outputs[0] if len(user_outputs) == 1 else user_outputs), scan_updates
+
+
+_StepGraph = namedtuple("_StepGraph", "outputs new_values cond nonseqs shared_recs shared_states")
+
+
+def _cut_step_graph(outputs, updates, cond, explicit):
+    """The step graph with the explicit non-sequences and the shared variables
+    it updates replaced by inputs of the step (the placeholders)."""
+    replace, nonseqs = {}, []
+    for i, var in enumerate(explicit):
+        if isinstance(var, Constant) or var in updates or var in replace:
+            continue   # constants stay in the step graph, where they fold
+        replace[var] = _placeholder(var)
+        nonseqs.append(NonSequence(var, replace[var], f"non_sequences[{i}]"))
+    shared_recs, shared_states = [], []
+    for var in updates:
+        replace[var] = _placeholder(var)
+        (shared_recs if hasattr(var.type, "ndim") else shared_states).append((var, replace[var]))
+    everything = outputs + list(updates.values()) + ([cond] if cond is not None else [])
+    cloned = clone_replace(everything, replace) if replace else everything
+    n_out, n_up = len(outputs), len(updates)
+    return _StepGraph(cloned[:n_out], dict(zip(updates, cloned[n_out:n_out + n_up])),
+                      cloned[-1] if cond is not None else None, nonseqs, shared_recs,
+                      shared_states)
+
+
+def _placeholder(var):
+    new = var.type()
+    new.name = var.name
+    return new
 
 
 def _where(name, defined_at):
