@@ -170,36 +170,102 @@ def _used_nonseqs(outputs, nonseqs):
     return [n for n in nonseqs if n.placeholder in used]
 
 
+ScanEntries = namedtuple("ScanEntries", "sequences recurrences mapped states nonseqs cond")
+
+
+def scan_entries(node, keep_rec=None, keep_nitsot=None):
+    """A Scan node's inputs and outputs by role, as ``build_scan`` takes them
+    (only the recurrences ``keep_rec`` and mapped outputs ``keep_nitsot`` when
+    given)."""
+    op, info = node.op, node.op.info
+    ins, outs = op.inner_inputs, op.inner_outputs
+    keep_rec = range(info.n_rec) if keep_rec is None else keep_rec
+    keep_nitsot = range(info.n_nitsot) if keep_nitsot is None else keep_nitsot
+    return ScanEntries(
+        [Sequence(node.inputs[info.outer_seq(i)], ins[info.inner_seq(i)], info.seq_reverse[i],
+                  op.label("seq", i)) for i in range(info.n_seqs)],
+        [Recurrence(node.inputs[info.outer_rec(k)], info.rec_taps[k],
+                    [ins[i] for i in info.inner_taps(k)], outs[info.inner_out_rec(k)],
+                    info.rec_keep[k], op.label("rec", k)) for k in keep_rec],
+        [Mapped(outs[info.inner_out_nitsot(j)], info.nitsot_reverse[j], op.label("nitsot", j))
+         for j in keep_nitsot],
+        [State(node.inputs[info.outer_state(s)], ins[info.inner_state(s)],
+               outs[info.inner_out_state(s)], op.label("state", s))
+         for s in range(info.n_states)],
+        [NonSequence(node.inputs[info.outer_nonseq(m)], ins[info.inner_nonseq(m)],
+                     op.label("nonseq", m)) for m in range(info.n_nonseqs)],
+        outs[info.inner_out_cond] if info.as_while else None)
+
+
+def _outputs_mapping(node, res, keep_rec, keep_nitsot, offsets=(0, 0, 0)):
+    info = node.op.info
+    rec0, nit0, st0 = offsets
+    mapping = {}
+    for new_k, k in enumerate(keep_rec):
+        mapping[node.outputs[info.out_rec(k)]] = res.rec[rec0 + new_k]
+    for new_j, j in enumerate(keep_nitsot):
+        mapping[node.outputs[info.out_nitsot(j)]] = res.nitsot[nit0 + new_j]
+    for s in range(info.n_states):
+        mapping[node.outputs[info.out_state(s)]] = res.states[st0 + s]
+        mapping[node.outputs[info.out_state_trace(s)]] = res.state_traces[st0 + s]
+    return mapping
+
+
 def rebuild_scan(node, keep_rec, keep_nitsot):
     """A Scan node like ``node`` with only the recurrences ``keep_rec`` and the
     mapped outputs ``keep_nitsot`` (index lists); returns ``(new node,
     {old output: new output})``.  The recurrences kept must not read the taps of
     those dropped (the caller keeps whatever the kept outputs depend on)."""
     op, info = node.op, node.op.info
-    ins, outs = op.inner_inputs, op.inner_outputs
-    sequences = [Sequence(node.inputs[info.outer_seq(i)], ins[info.inner_seq(i)],
-                          info.seq_reverse[i], op.label("seq", i)) for i in range(info.n_seqs)]
-    recurrences = [Recurrence(node.inputs[info.outer_rec(k)], info.rec_taps[k],
-                              [ins[i] for i in info.inner_taps(k)], outs[info.inner_out_rec(k)],
-                              info.rec_keep[k], op.label("rec", k)) for k in keep_rec]
-    mapped = [Mapped(outs[info.inner_out_nitsot(j)], info.nitsot_reverse[j],
-                     op.label("nitsot", j)) for j in keep_nitsot]
-    states = [State(node.inputs[info.outer_state(s)], ins[info.inner_state(s)],
-                    outs[info.inner_out_state(s)], op.label("state", s))
-              for s in range(info.n_states)]
-    nonseqs = [NonSequence(node.inputs[info.outer_nonseq(m)], ins[info.inner_nonseq(m)],
-                           op.label("nonseq", m)) for m in range(info.n_nonseqs)]
-    cond = outs[info.inner_out_cond] if info.as_while else None
-    res = build_scan(node.inputs[0], sequences, recurrences, mapped, states, nonseqs, cond=cond,
-                     truncate_gradient=info.truncate_gradient, name=op.name, mode=op.mode,
-                     profile=op.profile, defined_at=op.defined_at, hoist=False)
+    e = scan_entries(node, keep_rec, keep_nitsot)
+    res = build_scan(node.inputs[0], e.sequences, e.recurrences, e.mapped, e.states, e.nonseqs,
+                     cond=e.cond, truncate_gradient=info.truncate_gradient, name=op.name,
+                     mode=op.mode, profile=op.profile, defined_at=op.defined_at, hoist=False)
     res.node.tag.trace = node.tag.trace
-    mapping = {}
-    for new_k, k in enumerate(keep_rec):
-        mapping[node.outputs[info.out_rec(k)]] = res.rec[new_k]
-    for new_j, j in enumerate(keep_nitsot):
-        mapping[node.outputs[info.out_nitsot(j)]] = res.nitsot[new_j]
-    for s in range(info.n_states):
-        mapping[node.outputs[info.out_state(s)]] = res.states[s]
-        mapping[node.outputs[info.out_state_trace(s)]] = res.state_traces[s]
+    return res.node, _outputs_mapping(node, res, keep_rec, keep_nitsot)
+
+
+def merge_scans(a, b):
+    """One Scan node running the steps of ``a`` and ``b`` (same ``n_steps``, no
+    stop condition, neither using the other's outputs) in one loop; returns
+    ``(new node, {old output: new output})``.  A sequence or non-sequence both
+    read is read once."""
+    ea, eb = scan_entries(a), scan_entries(b)
+    # Errors name the merged loop by a's line: b's entries say where b was built.
+    where_b = f" of {b.op.where()}"
+    eb = ScanEntries(*[[e._replace(label=e.label + where_b) for e in group]
+                       for group in eb[:5]], eb.cond)
+    # b's step graph gets inputs of its own (a and b may share a step graph).
+    fresh = {v: _placeholder_for(v) for v in b.op.inner_inputs}
+    shared_seq = {(s.outer, s.reverse): s.placeholder for s in ea.sequences}
+    shared_ns = {n.outer: n.placeholder for n in ea.nonseqs}
+    sequences, nonseqs = list(ea.sequences), list(ea.nonseqs)
+    for s in eb.sequences:
+        if (s.outer, s.reverse) in shared_seq:
+            fresh[s.placeholder] = shared_seq[(s.outer, s.reverse)]
+        else:
+            sequences.append(s._replace(placeholder=fresh[s.placeholder]))
+    for n in eb.nonseqs:
+        if n.outer in shared_ns:
+            fresh[n.placeholder] = shared_ns[n.outer]
+        else:
+            nonseqs.append(n._replace(placeholder=fresh[n.placeholder]))
+    b_outs = clone_replace([r.output for r in eb.recurrences] + [m.output for m in eb.mapped] +
+                           [s.output for s in eb.states], fresh)
+    it = iter(b_outs)
+    recurrences = ea.recurrences + [r._replace(placeholders=[fresh[p] for p in r.placeholders],
+                                               output=next(it)) for r in eb.recurrences]
+    mapped = ea.mapped + [m._replace(output=next(it)) for m in eb.mapped]
+    states = ea.states + [s._replace(placeholder=fresh[s.placeholder], output=next(it))
+                          for s in eb.states]
+    names = [op.name or "scan_fn" for op in (a.op, b.op)]
+    res = build_scan(a.inputs[0], sequences, recurrences, mapped, states, nonseqs,
+                     truncate_gradient=a.op.info.truncate_gradient, name="&".join(names),
+                     mode=a.op.mode, profile=a.op.profile, defined_at=a.op.defined_at,
+                     hoist=False)
+    res.node.tag.trace = a.tag.trace
+    ia, ib = a.op.info, b.op.info
+    mapping = _outputs_mapping(a, res, range(ia.n_rec), range(ia.n_nitsot))
+    mapping.update(_outputs_mapping(b, res, range(ib.n_rec), range(ib.n_nitsot),
+                                    (ia.n_rec, ia.n_nitsot, ia.n_states)))
     return res.node, mapping

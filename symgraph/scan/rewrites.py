@@ -6,6 +6,8 @@ the step's work that only they needed.
 ``scan_mapped_sequence``: a mapped output that is a sequence's slice is that
 sequence (a map whose work was all computed before the loop needs no loop).
 
+``scan_merge``: independent loops of the same number of steps run as one.
+
 ``scan_keep_last``: a recurrent output of which only the last entries are read
 (``result[-1]`` of Theano's ``A**k`` example, the updates of shared variables,
 ``reduce``) is kept in a ring of exactly the entries its taps and its readers
@@ -14,7 +16,7 @@ grows with the number of steps.
 """
 
 from symgraph.opt.registry import register
-from symgraph.opt.rewriter import node_rewriter
+from symgraph.opt.rewriter import graph_rewriter, node_rewriter
 from symgraph.scan.op import Scan
 
 
@@ -146,6 +148,44 @@ def scan_mapped_sequence(fgraph, node):
     return changes or None
 
 
+def _independent(a, b):
+    """Neither node computes an input of the other (directly or not)."""
+    from symgraph.graph.basic import ancestors
+
+    return not any(v.owner is b for v in ancestors(a.inputs)) and \
+        not any(v.owner is a for v in ancestors(b.inputs))
+
+
+@graph_rewriter
+def scan_merge(fgraph, verbose=False):
+    """Run independent loops of the same number of steps as one loop (one
+    per-step overhead, sequences read once)."""
+    from symgraph.opt.driver import replace_validated
+    from symgraph.scan.builder import merge_scans
+
+    groups = {}
+    for node in fgraph.toposort():
+        op = node.op
+        if isinstance(op, Scan) and not op.info.as_while:
+            key = (node.inputs[0], op.info.truncate_gradient, id(op.mode), bool(op.profile))
+            groups.setdefault(key, []).append(node)
+    merged = 0
+    for group in groups.values():
+        while len(group) > 1:
+            first = group.pop(0)
+            partner = next((n for n in group if _independent(first, n)), None)
+            if partner is None:
+                continue
+            new, mapping = merge_scans(first, partner)
+            pairs = [(old, out) for old, out in mapping.items() if fgraph.clients.get(old)]
+            if replace_validated(fgraph, pairs, "scan_merge", verbose):
+                merged += 1
+                group.remove(partner)
+                group.insert(0, new)
+    return merged
+
+
 register(scan_keep_last, "fast_run", "scan", phase="specialize")
+register(scan_merge, "fast_run", "scan", phase="specialize")
 register(scan_mapped_sequence, "fast_run", "scan", phase="canonicalize")
 register(scan_remove_unused_outputs, "fast_run", "scan", phase="canonicalize")

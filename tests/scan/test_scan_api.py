@@ -378,3 +378,27 @@ def test_infer_shape(rng):
     check_infer_shape([full[0], full[1]], [seq, W, x0], values)
     ring = node.op.with_info(rec_keep=(1,)).make_node(*node.inputs).outputs[0]
     check_infer_shape(ring, [seq, W, x0], values)
+
+
+def test_independent_loops_of_the_same_length_run_as_one(rng):
+    x = T.matrix("x")
+    W = T.matrix("W")
+    a, _ = symgraph.scan(lambda x_t, h, W: T.tanh(T.dot(h, W) + x_t), sequences=x,
+                         outputs_info=T.zeros_like(x[0]), non_sequences=W, name="a")
+    b, _ = symgraph.scan(lambda x_t, h: h * 0.5 + T.sin(x_t), sequences=x,
+                         outputs_info=T.zeros_like(x[0]), name="b")
+    c, _ = symgraph.scan(lambda a_t, h: h + a_t, sequences=a, outputs_info=T.zeros_like(x[0]),
+                         name="c")       # reads a's output: cannot join a's loop
+    f = symgraph.function([x, W], [a, b, c])
+    assert sorted(str(n.op) for n in _scan_nodes(f)) == ["Scan{a&b}", "Scan{c}"]
+    xv, wv = rng.normal(size=(5, 3)), rng.normal(size=(3, 3))
+    got_a, got_b, got_c = f(xv, wv)
+    ha, hb, exp_a, exp_b = np.zeros(3), np.zeros(3), [], []
+    for t in range(5):
+        ha = np.tanh(ha @ wv + xv[t])
+        hb = hb * 0.5 + np.sin(xv[t])
+        exp_a.append(ha)
+        exp_b.append(hb)
+    np.testing.assert_allclose(got_a, exp_a)
+    np.testing.assert_allclose(got_b, exp_b)
+    np.testing.assert_allclose(got_c, np.cumsum(exp_a, axis=0))
