@@ -16,6 +16,7 @@ import uuid
 from symgraph.graph.basic import Apply, Op, Type, Variable, ancestors
 from symgraph.scan.info import ScanInfo
 
+
 class StateTraceType(Type):
     """The values a non-tensor state (a random generator) took before each
     step: a Python list, which the gradient reads to replay the steps."""
@@ -158,10 +159,9 @@ class Scan(Op):
         """The step graph compiled into a symgraph function."""
         from symgraph.compile.function import function
 
-        fn = function(self.inner_inputs, list(self.inner_outputs), mode=mode,
-                      on_unused_input="ignore", profile=self.profile or None,
-                      name=f"step function of {self.where()}")
-        return fn
+        return function(self.inner_inputs, list(self.inner_outputs), mode=mode,
+                        on_unused_input="ignore", profile=self.profile or None,
+                        name=f"step function of {self.where()}")
 
     def inner_function(self, node):
         """The node's compiled step (compiled now with the default mode if the
