@@ -261,7 +261,8 @@ class _BackwardStep:
             # The gradient of a mapped output is read like a sequence written
             # in the same direction.
             outer, brev = self._window_of(self.g_nit[j], info.nitsot_reverse[j])
-            self.sequences.append(Sequence(outer, g_ph, brev, f"gradient of {op.label('nitsot', j)}"))
+            self.sequences.append(Sequence(outer, g_ph, brev,
+                                           f"gradient of {op.label('nitsot', j)}"))
             known.append((fwd[info.inner_out_nitsot(j)], g_ph))
 
         wrt, roles = [], []
