@@ -105,6 +105,8 @@ class Scan(Op):
     # -- building ------------------------------------------------------------
 
     def make_node(self, *inputs):
+        """Check the outer inputs against the step's inputs (dtype, and one more
+        dimension for sequences and initial buffers) and type the outputs."""
         from symgraph.tensor.basic import as_tensor_variable
         from symgraph.tensor.type import TensorType
 
@@ -215,6 +217,8 @@ class Scan(Op):
     # -- gradients ---------------------------------------------------------------
 
     def connection_pattern(self, node):
+        """Output j depends on input i when a path through the step graph and
+        the recurrences (a fixed point over the taps) joins them."""
         info = self.info
         deps = self.inner_dependencies()
         reach = _outer_reach(info, deps)
@@ -236,11 +240,13 @@ class Scan(Op):
         return cached
 
     def L_op(self, inputs, outputs, output_grads):
+        """Backpropagation through time as a backward scan (``scan/grad.py``)."""
         from symgraph.scan.grad import scan_grad
 
         return scan_grad(self, inputs, outputs, output_grads)
 
     def R_op(self, inputs, eval_points):
+        """The outputs' tangents, computed by a tangent scan (``scan/rop.py``)."""
         from symgraph.scan.rop import scan_rop
 
         return scan_rop(self, inputs, eval_points)
