@@ -22,7 +22,7 @@ from symgraph.scan.op import Scan, describe_scan
 
 Sequence = namedtuple("Sequence", "outer placeholder reverse label")
 Recurrence = namedtuple("Recurrence", "outer taps placeholders output keep label")
-Mapped = namedtuple("Mapped", "output reverse label")
+Mapped = namedtuple("Mapped", "output reverse label keep", defaults=(0,))
 State = namedtuple("State", "outer placeholder output label")
 NonSequence = namedtuple("NonSequence", "outer placeholder label")
 
@@ -73,6 +73,7 @@ def build_scan(n_steps, sequences=(), recurrences=(), mapped=(), states=(), nons
                     rec_taps=[r.taps for r in recurrences],
                     rec_keep=[r.keep for r in recurrences],
                     nitsot_reverse=[m.reverse for m in mapped],
+                    nitsot_keep=[m.keep for m in mapped],
                     n_states=len(states), n_nonseqs=len(nonseqs),
                     as_while=cond is not None, truncate_gradient=truncate_gradient)
     labels = {"seq": [s.label for s in sequences], "rec": [r.label for r in recurrences],
@@ -187,8 +188,8 @@ def scan_entries(node, keep_rec=None, keep_nitsot=None):
         [Recurrence(node.inputs[info.outer_rec(k)], info.rec_taps[k],
                     [ins[i] for i in info.inner_taps(k)], outs[info.inner_out_rec(k)],
                     info.rec_keep[k], op.label("rec", k)) for k in keep_rec],
-        [Mapped(outs[info.inner_out_nitsot(j)], info.nitsot_reverse[j], op.label("nitsot", j))
-         for j in keep_nitsot],
+        [Mapped(outs[info.inner_out_nitsot(j)], info.nitsot_reverse[j], op.label("nitsot", j),
+                info.nitsot_keep[j]) for j in keep_nitsot],
         [State(node.inputs[info.outer_state(s)], ins[info.inner_state(s)],
                outs[info.inner_out_state(s)], op.label("state", s))
          for s in range(info.n_states)],

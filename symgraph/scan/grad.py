@@ -41,11 +41,14 @@ def scan_grad(op, inputs, outputs, output_grads):
     if not plan.outputs:
         return result
 
-    if any(info.rec_keep):
+    if any(info.rec_keep) or any(info.nitsot_keep):
         # A ring keeps only the last entries; the gradient reads every step.
-        full = scan_apply(op.with_info(rec_keep=(0,) * info.n_rec), inputs)
+        full = scan_apply(op.with_info(rec_keep=(0,) * info.n_rec,
+                                       nitsot_keep=(0,) * info.n_nitsot), inputs)
         g_rec = [None if g is None else _embed_last(g, full[info.out_rec(k)])
                  for k, g in enumerate(g_rec)]
+        g_nit = [None if g is None else _embed_last(g, full[info.out_nitsot(j)])
+                 for j, g in enumerate(g_nit)]
         outputs = full
     n = _steps_done(op, inputs, outputs)
     window = _Window(n, info.truncate_gradient)

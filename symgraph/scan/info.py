@@ -39,6 +39,8 @@ class ScanInfo(PropsValue):
       a ring of the last ``max(k, lag)`` entries and return the last ``k``.
     * ``nitsot_reverse``: per mapped output (outputs_info None), whether step
       ``t`` writes entry ``n_steps - 1 - t`` instead of ``t``.
+    * ``nitsot_keep``: per mapped output, 0 to return every step, or ``k > 0``
+      to keep only a ring of the last ``k`` steps (written forwards only).
     * ``n_states``: values carried from step to step without a trace (shared
       variables that are not tensors, such as random generators).
     * ``n_nonseqs``: inputs that every step sees whole.
@@ -46,17 +48,25 @@ class ScanInfo(PropsValue):
     * ``truncate_gradient``: steps that the gradient goes back (-1: all).
     """
 
-    __props__ = ("seq_reverse", "rec_taps", "rec_keep", "nitsot_reverse", "n_states",
-                 "n_nonseqs", "as_while", "truncate_gradient")
+    __props__ = ("seq_reverse", "rec_taps", "rec_keep", "nitsot_reverse", "nitsot_keep",
+                 "n_states", "n_nonseqs", "as_while", "truncate_gradient")
 
     def __init__(self, seq_reverse=(), rec_taps=(), rec_keep=None, nitsot_reverse=(),
-                 n_states=0, n_nonseqs=0, as_while=False, truncate_gradient=-1):
+                 nitsot_keep=None, n_states=0, n_nonseqs=0, as_while=False,
+                 truncate_gradient=-1):
         self.seq_reverse = tuple(bool(r) for r in seq_reverse)
         self.rec_taps = tuple(tuple(int(t) for t in taps) for taps in rec_taps)
         if rec_keep is None:
             rec_keep = (0,) * len(self.rec_taps)
         self.rec_keep = tuple(int(k) for k in rec_keep)
         self.nitsot_reverse = tuple(bool(r) for r in nitsot_reverse)
+        if nitsot_keep is None:
+            nitsot_keep = (0,) * len(self.nitsot_reverse)
+        self.nitsot_keep = tuple(int(k) for k in nitsot_keep)
+        if len(self.nitsot_keep) != len(self.nitsot_reverse) or any(
+                k and r for k, r in zip(self.nitsot_keep, self.nitsot_reverse)):
+            raise ValueError("ScanInfo: one nitsot_keep entry per mapped output, and no "
+                             "ring for one written backwards")
         self.n_states = int(n_states)
         self.n_nonseqs = int(n_nonseqs)
         self.as_while = bool(as_while)

@@ -11,7 +11,7 @@ non-sequences), calls it and writes its results into the output buffers:
 * a recurrent output of which only the last entries are used (``rec_keep``)
   lives in a ring of ``max(keep, lag)`` entries: exactly what its taps need;
 * a mapped output gets its ``(n_steps,) + shape`` array after step 0, when its
-  shape is known.
+  shape is known (a ring of ``keep`` entries when only its last steps are read).
 
 Errors say which step failed, which argument of ``scan`` is at fault and where
 the scan was built.
@@ -108,7 +108,8 @@ def run_scan(op, node, inputs, output_storage, inner):
             value = outs[n_rec + j]
             if mapped[j] is None:
                 mapped[j] = _new_mapped(op, j, value, n_steps)
-            _write_mapped(op, j, mapped[j], t, n_steps, value, info.nitsot_reverse[j])
+            _write_mapped(op, j, mapped[j], t, n_steps, value, info.nitsot_reverse[j],
+                          info.nitsot_keep[j])
         for s in range(n_states):
             traces[s].append(states[s])
             states[s] = outs[n_rec + n_nitsot + s]
@@ -119,9 +120,12 @@ def run_scan(op, node, inputs, output_storage, inner):
     for k, rec in enumerate(recs):
         output_storage[info.out_rec(k)][0] = rec.result(done)
     for j in range(n_nitsot):
-        out = mapped[j]
+        out, keep = mapped[j], info.nitsot_keep[j]
         if out is None:
             out = _empty_mapped(node.outputs[info.out_nitsot(j)])
+        elif keep:
+            # The ring's entries in step order: the last min(keep, done) steps.
+            out = out[[t % len(out) for t in range(max(done - keep, 0), done)]]
         elif done < n_steps:
             out = out[:done].copy()
         output_storage[info.out_nitsot(j)][0] = out
@@ -208,17 +212,22 @@ class _RecBuffer:
 
 def _new_mapped(op, j, value, n_steps):
     value = np.asarray(value)
-    return np.empty((n_steps,) + value.shape, dtype=value.dtype)
+    keep = op.info.nitsot_keep[j]
+    size = min(keep, n_steps) if keep else n_steps
+    return np.empty((size,) + value.shape, dtype=value.dtype)
 
 
-def _write_mapped(op, j, out, t, n_steps, value, reverse):
+def _write_mapped(op, j, out, t, n_steps, value, reverse, keep):
     value = np.asarray(value)
     if value.shape != out.shape[1:]:
         raise ValueError(
             f"{op.where()}: at step {t}, the step function returned shape {value.shape} "
             f"for {op.label('nitsot', j)}, but step 0 returned shape {out.shape[1:]}; "
             f"every step must return the same shape")
-    out[n_steps - 1 - t if reverse else t] = value
+    if keep:
+        out[t % len(out)] = value
+    else:
+        out[n_steps - 1 - t if reverse else t] = value
 
 
 def _empty_mapped(var):

@@ -8,7 +8,7 @@ sequence (a map whose work was all computed before the loop needs no loop).
 
 ``scan_merge``: independent loops of the same number of steps run as one.
 
-``scan_keep_last``: a recurrent output of which only the last entries are read
+``scan_keep_last``: an output of which only the last entries are read
 (``result[-1]`` of Theano's ``A**k`` example, the updates of shared variables,
 ``reduce``) is kept in a ring of exactly the entries its taps and its readers
 need, instead of one entry per step.  The memory of such a loop no longer
@@ -36,7 +36,7 @@ def _drops_initial(node, lag):
     """True when ``node`` is ``x[lag:]`` (how scan() hands out a recurrence)."""
     from symgraph.ops.subtensor import SliceSpec, Subtensor
 
-    if not isinstance(node.op, Subtensor) or len(node.inputs) != 1:
+    if lag is None or not isinstance(node.op, Subtensor) or len(node.inputs) != 1:
         return False
     idx = node.op.idx_list
     return len(idx) == 1 and idx[0] == SliceSpec(lag, None, None)
@@ -65,30 +65,36 @@ def _last_entry_readers(fgraph, var, lag):
 
 @node_rewriter([Scan])
 def scan_keep_last(fgraph, node):
-    """Keep only the last entries of recurrences that are read only there."""
+    """Keep only the last entries of outputs that are read only there."""
     op, info = node.op, node.op.info
     keep = list(info.rec_keep)
-    readers = {}
+    keep_nitsot = list(info.nitsot_keep)
+    readers = {}     # output index -> [(reader, c)]
     for k in range(info.n_rec):
         if keep[k]:
             continue
         found = _last_entry_readers(fgraph, node.outputs[info.out_rec(k)], info.lag(k))
-        if found is None:
+        if found is not None:
+            readers[info.out_rec(k)] = found
+            keep[k] = max(-c for _, c in found)
+    for j in range(info.n_nitsot):
+        if keep_nitsot[j] or info.nitsot_reverse[j]:
             continue
-        readers[k] = found
-        keep[k] = max(-c for _, c in found)
+        # lag None: a mapped output has no initial entries to drop.
+        found = _last_entry_readers(fgraph, node.outputs[info.out_nitsot(j)], None)
+        if found is not None:
+            readers[info.out_nitsot(j)] = found
+            keep_nitsot[j] = max(-c for _, c in found)
     if not readers:
         return None
-    new = op.with_info(rec_keep=tuple(keep)).make_node(*node.inputs)
+    new = op.with_info(rec_keep=tuple(keep), nitsot_keep=tuple(keep_nitsot)).make_node(
+        *node.inputs)
     new.tag.trace = node.tag.trace
-    changes = {}
-    for i, (old, out) in enumerate(zip(node.outputs, new.outputs)):
-        if i not in {info.out_rec(k) for k in readers}:
-            changes[old] = out
-    for k, found in readers.items():
-        ring = new.outputs[info.out_rec(k)]
+    changes = {old: out for i, (old, out) in enumerate(zip(node.outputs, new.outputs))
+               if i not in readers}
+    for i, found in readers.items():
         for reader, c in found:
-            changes[reader] = ring[c]
+            changes[reader] = new.outputs[i][c]
     return changes
 
 

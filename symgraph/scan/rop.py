@@ -102,10 +102,10 @@ def scan_rop(op, inputs, eval_points):
             tangent_phs[k], _cast(tangents[n], tangent_phs[k][0]), info.rec_keep[k],
             f"tangent of {op.label('rec', k)}"))
     mapped = [Mapped(inner_out[info.inner_out_nitsot(j)], info.nitsot_reverse[j],
-                     op.label("nitsot", j)) for j in range(info.n_nitsot)]
+                     op.label("nitsot", j), info.nitsot_keep[j]) for j in range(info.n_nitsot)]
     for n, j in enumerate(tangent_nit):
         mapped.append(Mapped(tangents[len(tangent_rec) + n], info.nitsot_reverse[j],
-                             f"tangent of {op.label('nitsot', j)}"))
+                             f"tangent of {op.label('nitsot', j)}", info.nitsot_keep[j]))
     cond = inner_out[info.inner_out_cond] if info.as_while else None
     res = build_scan(inputs[0], sequences, recurrences, mapped, states, nonseqs, cond=cond,
                      truncate_gradient=info.truncate_gradient,

@@ -41,7 +41,9 @@ def scan_infer_shape(op, node, input_shapes):
             if inner_shapes is None:
                 inner_shapes = _InnerShapes(op, node, input_shapes)
             step = inner_shapes.of(info.inner_out_nitsot(j))
-        shapes.append((n,) + step)
+        keep = info.nitsot_keep[j]
+        length = minimum(constant(keep, dtype="int64"), n) if keep else n
+        shapes.append((length,) + step)
     shapes.extend([None] * (2 * info.n_states))
     return shapes
 

@@ -376,8 +376,8 @@ def test_infer_shape(rng):
     full = node.outputs
     values = [rng.normal(size=(4, 3)), rng.normal(size=(3, 3)), rng.normal(size=(2, 3))]
     check_infer_shape([full[0], full[1]], [seq, W, x0], values)
-    ring = node.op.with_info(rec_keep=(1,)).make_node(*node.inputs).outputs[0]
-    check_infer_shape(ring, [seq, W, x0], values)
+    rings = node.op.with_info(rec_keep=(1,), nitsot_keep=(3,)).make_node(*node.inputs).outputs
+    check_infer_shape(rings[:2], [seq, W, x0], values)
 
 
 def test_independent_loops_of_the_same_length_run_as_one(rng):
@@ -402,3 +402,25 @@ def test_independent_loops_of_the_same_length_run_as_one(rng):
     np.testing.assert_allclose(got_a, exp_a)
     np.testing.assert_allclose(got_b, exp_b)
     np.testing.assert_allclose(got_c, np.cumsum(exp_a, axis=0))
+
+
+def test_mapped_output_read_at_its_end_keeps_a_ring(rng):
+    x = T.vector("x")
+    s0 = T.scalar("s0")
+    (sums, squares), _ = symgraph.scan(lambda a, s: (s + a, T.sqr(s + a) + T.sin(s)),
+                                       sequences=x, outputs_info=[s0, None])
+    f = symgraph.function([x, s0], [sums[-1], squares[-2]])
+    (node,) = _scan_nodes(f)
+    assert node.op.info.rec_keep == (1,) and node.op.info.nitsot_keep == (2,)
+    xv = rng.normal(size=6)
+    s, sq = 0.5, []
+    for v in xv:
+        sq.append((s + v) ** 2 + np.sin(s))
+        s = s + v
+    got_sum, got_sq = f(xv, 0.5)
+    assert got_sum == pytest.approx(s) and got_sq == pytest.approx(sq[-2])
+    g = symgraph.function([x, s0], symgraph.grad(squares[-1], x))
+    eps = 1e-6
+    h = symgraph.function([x, s0], squares[-1])
+    num = [(h(xv + d, 0.5) - h(xv - d, 0.5)) / (2 * eps) for d in np.eye(6) * eps]
+    np.testing.assert_allclose(g(xv, 0.5), num, atol=1e-6)
