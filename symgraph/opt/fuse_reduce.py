@@ -3,7 +3,7 @@
 ``sum(exp(x))`` as two nodes writes ``exp(x)`` to a temporary and reads it
 back; ``ReduceOfElemwise`` computes it in one pass: its native kernel
 evaluates the element-wise function per element inside the reduction loop
-(``compile.native.reduce_codegen.fused_kernel``), so ``x`` is read once and
+(``compile.native.reduce_lowering.fused_kernel``), so ``x`` is read once and
 nothing is allocated but the result.
 
 The rewrite ``local_reduce_of_elemwise`` turns ``R(Elemwise(f)(a, b, ...))``

@@ -23,8 +23,8 @@ import pytest
 
 import symgraph.tensor as T
 from symgraph.compile.function import function
-from symgraph.compile.native.reduce_codegen import (COL_UNIT, PAIR_BLOCK, PLAIN_BLOCK,
-                                                    accumulator_dtype)
+from symgraph.compile.native.reduce_codegen import COL_UNIT, PAIR_BLOCK, PLAIN_BLOCK
+from symgraph.compile.native.reduce_lowering import accumulator_dtype
 from symgraph.config import config
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from tests.native.kernel_harness import KernelError, run_kernel, run_python

@@ -24,7 +24,7 @@ def elemwise_has_c(scalar_op, in_dtypes):
 def reduction_has_c(scalar_op, in_dtypes):
     """True when the reduction generator can evaluate ``scalar_op`` per element
     inside its loop (one output, C for its dtypes, no error it must raise)."""
-    from symgraph.compile.native.reduce_codegen import pre_body
+    from symgraph.compile.native.reduce_lowering import pre_body
 
     try:
         out = str(scalar_op.output_dtypes(*in_dtypes)[0])

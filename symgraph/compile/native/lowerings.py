@@ -47,9 +47,9 @@ _TABLE = [
      "advanced_index_codegen:advanced_inc_subtensor_kernel", ()),
     (advanced_subtensor.Nonzero, "advanced_index_codegen:nonzero_kernel", ()),
     # reductions
-    (reduce.CAReduce, "reduce_codegen:careduce_kernel", ()),
-    (reduce._ArgReduce, "reduce_codegen:careduce_kernel", ()),
-    (ReduceOfElemwise, "reduce_codegen:fused_reduce_lowering", ()),
+    (reduce.CAReduce, "reduce_lowering:careduce_kernel", ()),
+    (reduce._ArgReduce, "reduce_lowering:careduce_kernel", ()),
+    (ReduceOfElemwise, "reduce_lowering:fused_reduce_lowering", ()),
     # BLAS
     (blas.Dot, "blas_codegen:dot_lowering", ()),
     (blas.BatchedDot, "blas_codegen:batched_dot_lowering", ()),
