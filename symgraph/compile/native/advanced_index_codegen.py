@@ -21,11 +21,12 @@ Error messages repeat ``perform``'s word for word, as in ``index_codegen``.
 import dataclasses
 from collections import namedtuple
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.index_codegen import (_copy_input, _inc_support, _join_tuple,
                                                    _nonzero_support, _put_slice_or_int,
                                                    _reader_support, _slice_c, _support,
                                                    _update_kind, _value_check)
-from symgraph.compile.native.shape_codegen import (all_have_c_types, c_str, itemsize, kernel,
+from symgraph.compile.native.shape_codegen import (all_have_c_types, itemsize, kernel,
                                                    read_int)
 from symgraph.ops.subtensor import SYMBOLIC, SliceSpec
 
@@ -112,7 +113,7 @@ class _AdvancedIndex:
                 puts.append(_put_slice_or_int(e.kind, e.value))
             else:
                 dtype = str(self.node.inputs[e.value].dtype)
-                shown = "NULL" if dtype in ("int64", "bool") else c_str(dtype)  # NumPy's repr
+                shown = "NULL" if dtype in ("int64", "bool") else c_string(dtype, quote=True)  # NumPy's repr
                 puts.append(f"sg_ix_put_array(&m, &in[{e.value}], sg_ix_rd_{dtype}, "
                             f"{int(e.kind == 'mask')}, {shown});")
         return _join_tuple(puts)
@@ -124,8 +125,8 @@ class _AdvancedIndex:
                                  const int64_t *q, sg_sh_msg *out) {{
     sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_INDEX);
     (void)q;
-    sg_sh_put(&m, "%s: index (", {c_str(self.op)}); {self._put_index()}
-    sg_sh_put(&m, ") is out of bounds for %s of shape ", {c_str(self.x)});
+    sg_sh_put(&m, "%s: index (", {c_string(self.op, quote=True)}); {self._put_index()}
+    sg_sh_put(&m, ") is out of bounds for %s of shape ", {c_string(self.x, quote=True)});
     sg_sh_put_shape(&m, in[0].shape, {self.x.ndim});
     sg_sh_put(&m, " (");
     *out = m;
@@ -311,7 +312,7 @@ class _AdvancedIndex:
         count = " + ".join(f"mc{e.value}" for e in self.masks)
         return f"""    int64_t *tab = (int64_t *)malloc((size_t)({count} + 1) * sizeof(int64_t));
     if (!tab) SG_FAIL(err, SG_ERR_MEMORY, "%s: cannot allocate the offsets of %lld mask "
-                      "elements", {c_str(self.op)}, (long long)({count}));
+                      "elements", {c_string(self.op, quote=True)}, (long long)({count}));
     int64_t *next = tab;"""
 
     def support(self, *extra):

@@ -6,8 +6,9 @@ import dataclasses
 
 import numpy as np
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
-from symgraph.compile.native.shape_codegen import (all_have_c_types, c_str, itemsize, kernel,
+from symgraph.compile.native.shape_codegen import (all_have_c_types, itemsize, kernel,
                                                    read_int)
 
 
@@ -36,7 +37,7 @@ def alloc_kernel(op, node):
     for (int d = 0; d < {vdim}; d++) {{
         if (in[0].shape[d] == o[{lead} + d] || bcast[d]) continue;
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-        sg_sh_put(&m, "Alloc: cannot broadcast %s of shape ", {c_str(value)});
+        sg_sh_put(&m, "Alloc: cannot broadcast %s of shape ", {c_string(value, quote=True)});
         sg_sh_put_shape(&m, in[0].shape, {vdim});
         sg_sh_put(&m, " to ");
         sg_sh_put_shape(&m, o, {ndim});
@@ -61,7 +62,7 @@ def eye_kernel(op, node):
     ctype = c_type(op.dtype)
     shape = f"""    int64_t n = {n}, m = {m};
     if (n < 0 || m < 0) SG_FAIL(err, SG_ERR_VALUE, "%s: negative size (%lld, %lld)",
-                                {c_str(op)}, (long long)n, (long long)m);
+                                {c_string(op, quote=True)}, (long long)n, (long long)m);
     out_shapes[0] = n; out_shapes[1] = m;"""
     run = f"""    int64_t n = out[0].shape[0], m = out[0].shape[1], k = {k};
     const {ctype} zero = ({ctype})0, one = ({ctype})1;
@@ -89,7 +90,7 @@ def arange_kernel(op, node):
         div_dt = str((np.zeros((), diff_dt) / z[2]).dtype)
     next_dt = str((z[0] + z[2]).dtype)
     start, stop, step = (f"(*(const {c_type(d)} *)in[{i}].data)" for i, d in enumerate(dts))
-    shape = f"""    if ({step} == 0) SG_FAIL(err, SG_ERR_VALUE, "%s: step is zero", {c_str(op)});
+    shape = f"""    if ({step} == 0) SG_FAIL(err, SG_ERR_VALUE, "%s: step is zero", {c_string(op, quote=True)});
     {_arith(diff_dt, "diff", stop, start, "-")}
     {_arith(div_dt, "ratio", "diff", step, "/")}
     double len = ceil((double)ratio);

@@ -13,9 +13,10 @@ Error messages repeat ``perform``'s word for word, index arrays included
 that a kernel's message holds.
 """
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type
 from symgraph.compile.native.kernel import COMPUTE, INPLACE, VIEW
-from symgraph.compile.native.shape_codegen import (SUPPORT, all_have_c_types, c_str, itemsize,
+from symgraph.compile.native.shape_codegen import (SUPPORT, all_have_c_types, itemsize,
                                                    kernel, read_int)
 from symgraph.ops.subtensor import SYMBOLIC, SliceSpec
 
@@ -371,7 +372,7 @@ def _basic_index(op, node, first, base, x_name):
             lines.append(f"""        int64_t i = {value};
         if (i < -n || i >= n) {{
             sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_INDEX);
-            sg_sh_put(&m, "%s: index (", {c_str(op)}); {put_index}
+            sg_sh_put(&m, "%s: index (", {c_string(op, quote=True)}); {put_index}
             sg_sh_put(&m, ") is out of bounds for %s of shape ", {x_name});
             sg_sh_put_shape(&m, {base}->shape, {base}->ndim);
             sg_sh_put(&m, " (index %lld is out of bounds for axis {dim} with size %lld)",
@@ -401,7 +402,7 @@ def subtensor_kernel(op, node):
     """Subtensor: a view of ``x`` by strides."""
     if not all_have_c_types(node):
         return None
-    run = "    sg_array view;\n" + _basic_index(op, node, 1, "(&in[0])", c_str(node.inputs[0])) + \
+    run = "    sg_array view;\n" + _basic_index(op, node, 1, "(&in[0])", c_string(node.inputs[0], quote=True)) + \
         "\n    out[0] = view;"
     return kernel(run, kind=VIEW, view_of=(0,), support=_support())
 
@@ -420,7 +421,7 @@ def _value_check(op, node, target_shape, target_ndim):
         ys[lead + d] = in[1].shape[d] == want ? in[1].strides[d] : 0;
         if (in[1].shape[d] == want || ybc[d]) continue;
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-        sg_sh_put(&m, "%s: the value %s has shape ", {c_str(op)}, {c_str(y)});
+        sg_sh_put(&m, "%s: the value %s has shape ", {c_string(op, quote=True)}, {c_string(y, quote=True)});
         sg_sh_put_shape(&m, in[1].shape, {y.ndim});
         sg_sh_put(&m, ", which does not match the indexed shape ");
         sg_sh_put_shape(&m, {target_shape}, {target_ndim});
@@ -456,7 +457,7 @@ def inc_subtensor_kernel(op, node):
         apply = f"sg_ix_inc_{dtype}(&plan, view.data, in[1].data);"
     run = f"""{_copy_input(node, kind)}
     sg_array view;
-{_basic_index(op, node, 2, "(&out[0])", c_str(node.inputs[0]))}
+{_basic_index(op, node, 2, "(&out[0])", c_string(node.inputs[0], quote=True))}
 {_value_check(op, node, "view.shape", sub_ndim)}
     sg_sh_plan plan;
     sg_sh_plan_init(&plan, {sub_ndim}, view.shape, view.strides, ys);

@@ -1,7 +1,8 @@
 """Native kernels of ``MakeVector`` and ``Join``: new arrays written from
 several inputs through the shape kernels' copy plans."""
 
-from symgraph.compile.native.shape_codegen import all_have_c_types, c_str, itemsize, kernel
+from symgraph.compile.native.c_text import c_string
+from symgraph.compile.native.shape_codegen import all_have_c_types, itemsize, kernel
 
 
 def make_vector_kernel(op, node):
@@ -19,13 +20,13 @@ def join_kernel(op, node):
     if not all_have_c_types(node):
         return None
     n, axis, ndim = len(node.inputs), op.axis, node.inputs[0].ndim
-    names = ", ".join(c_str(v) for v in node.inputs)
+    names = ", ".join(c_string(v, quote=True) for v in node.inputs)
     shape = f"""    static const char *names[] = {{{names}}};
     for (int pos = 0; pos < {n}; pos++) {{
         for (int d = 0; d < {ndim}; d++) {{
             if (d == {axis} || in[pos].shape[d] == in[0].shape[d]) continue;
             sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-            sg_sh_put(&m, "%s: input %d (%s) has shape ", {c_str(op)}, pos, names[pos]);
+            sg_sh_put(&m, "%s: input %d (%s) has shape ", {c_string(op, quote=True)}, pos, names[pos]);
             sg_sh_put_shape(&m, in[pos].shape, {ndim});
             sg_sh_put(&m, ", which differs from input 0's ");
             sg_sh_put_shape(&m, in[0].shape, {ndim});

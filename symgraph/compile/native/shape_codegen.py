@@ -22,6 +22,7 @@ variable names in them are fixed when the kernel is generated.
 
 import numpy as np
 
+from symgraph.compile.native.c_text import c_string
 from symgraph.compile.native.c_types import c_type, has_c_type
 from symgraph.compile.native.kernel import COMPUTE, VIEW, VIEW_OR_COPY, CKernel
 
@@ -216,20 +217,6 @@ static void sg_sh_put_shape(sg_sh_msg *m, const int64_t *shape, int ndim) {
 SUPPORT = ((SUPPORT_KEY, SUPPORT_CODE),)
 
 
-def c_str(text):
-    """``text`` as a C string literal (bytes outside printable ASCII escaped)."""
-    out = []
-    for byte in str(text).encode("utf-8"):
-        ch = chr(byte)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= byte < 127 and ch != "?":  # '?' escaped: no trigraphs
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
-
-
 def read_int(dtype, ptr):
     """A C expression: the integer of ``dtype`` at ``ptr`` as int64_t."""
     dtype = str(dtype)
@@ -282,7 +269,7 @@ def dimshuffle_kernel(op, node):
     lines = []
     for d in op.drop:
         lines.append(f"    if (in[0].shape[{d}] != 1) SG_FAIL(err, SG_ERR_VALUE, "
-                     f"\"%s: dimension {d} has size %lld, not 1\", {c_str(op)}, "
+                     f"\"%s: dimension {d} has size %lld, not 1\", {c_string(op, quote=True)}, "
                      f"(long long)in[0].shape[{d}]);")
     lines.append(f"    out[0].data = in[0].data;\n    out[0].ndim = {len(op.new_order)};")
     for i, d in enumerate(op.new_order):
@@ -330,7 +317,7 @@ def specify_shape_kernel(op, node):
         int dim = known[k];
         if (in[0].shape[dim] == want[dim]) continue;
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_ASSERTION);
-        sg_sh_put(&m, "SpecifyShape: %s was specified to have shape (", {c_str(node.inputs[0])});
+        sg_sh_put(&m, "SpecifyShape: %s was specified to have shape (", {c_string(node.inputs[0], quote=True)});
         for (int d = 0; d < {ndim}; d++) {{
             if (d) sg_sh_put(&m, ", ");
             if ({_none_mask(op)}[d]) sg_sh_put(&m, "'?'");
@@ -357,7 +344,7 @@ def split_kernel(op, node):
     size = read_int(node.inputs[1].dtype, "in[1].data + i * in[1].strides[0]")
     run = f"""    const sg_array *x = &in[0];
     if (in[1].shape[0] != {n}) SG_FAIL(err, SG_ERR_VALUE, "%s: got %lld split sizes, expected %d",
-                                       {c_str(op)}, (long long)in[1].shape[0], {n});
+                                       {c_string(op, quote=True)}, (long long)in[1].shape[0], {n});
     int64_t total = 0, bad = 0;
     for (int64_t i = 0; i < {n}; i++) {{
         int64_t s = {size};
@@ -366,10 +353,10 @@ def split_kernel(op, node):
     }}
     if (bad || total != x->shape[{axis}]) {{
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-        sg_sh_put(&m, "%s: split sizes [", {c_str(op)});
+        sg_sh_put(&m, "%s: split sizes [", {c_string(op, quote=True)});
         for (int64_t i = 0; i < {n}; i++) sg_sh_put(&m, i ? ", %lld" : "%lld", (long long){size});
         sg_sh_put(&m, "] do not add up to the size %lld of dimension {axis} of %s",
-                  (long long)x->shape[{axis}], {c_str(node.inputs[0])});
+                  (long long)x->shape[{axis}], {c_string(node.inputs[0], quote=True)});
         return 1;
     }}
     int64_t start = 0;
@@ -485,7 +472,7 @@ def reshape_kernel(op, node):
     shape = f"""    int64_t n = in[1].shape[0];
     if (n != {ndim}) {{
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-        sg_sh_put(&m, "%s: the shape (", {c_str(op)});
+        sg_sh_put(&m, "%s: the shape (", {c_string(op, quote=True)});
         for (int64_t i = 0; i < n; i++)  /* perform prints NumPy scalars */
             sg_sh_put(&m, "%snp.{shp_dtype}(%lld)", i ? ", " : "", (long long){entry});
         sg_sh_put(&m, "%s has %lld entries, expected {ndim}", n == 1 ? ",)" : ")", (long long)n);
@@ -511,7 +498,7 @@ def reshape_kernel(op, node):
     }}
     if (bad) {{
         sg_sh_msg m = sg_sh_msg_start(err, SG_ERR_VALUE);
-        sg_sh_put(&m, "%s: cannot reshape %s of shape ", {c_str(op)}, {c_str(node.inputs[0])});
+        sg_sh_put(&m, "%s: cannot reshape %s of shape ", {c_string(op, quote=True)}, {c_string(node.inputs[0], quote=True)});
         sg_sh_put_shape(&m, in[0].shape, in[0].ndim);
         sg_sh_put(&m, " (%lld elements) to (", (long long)total);
         for (int64_t i = 0; i < n; i++) sg_sh_put(&m, i ? ", %lld" : "%lld", (long long){entry});
