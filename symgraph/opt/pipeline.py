@@ -22,6 +22,7 @@ from symgraph.opt import merge, constant_folding  # noqa: F401
 from symgraph.opt import canonicalize, canonicalize_shape  # noqa: F401
 from symgraph.opt import stabilize, specialize  # noqa: F401
 from symgraph.opt import stabilize_nnet  # noqa: F401
+from symgraph.opt import stabilize_softmax  # noqa: F401
 from symgraph.opt import conv_concrete  # noqa: F401
 from symgraph.opt import pool_rewrites  # noqa: F401
 from symgraph.opt import fusion  # noqa: F401
