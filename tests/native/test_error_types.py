@@ -235,9 +235,11 @@ def test_an_exception_whose_constructor_builds_its_message_keeps_its_class(linke
 # -- naming the user's expressions -------------------------------------------------
 
 
-def _nll(x, y):
+def _picked(x, y):
+    # the picked probabilities, scaled: the tutorial's -log(...).mean() of them
+    # becomes the fused cross-entropy, whose own errors are tested below
     p = T.nnet.softmax(x)
-    return -T.log(p[T.arange(y.shape[0]), y]).mean()
+    return p[T.arange(y.shape[0]), y] * 2.0
 
 
 @pytest.mark.parametrize("linker", LINKERS)
@@ -245,7 +247,7 @@ def _nll(x, y):
 def test_advanced_index_error_names_the_user_expression(linker, labels, axis):
     x = T.dmatrix("x")
     y = T.ivector("y")
-    f = compile_([x, y], _nll(x, y), linker)
+    f = compile_([x, y], _picked(x, y), linker)
     with pytest.raises(IndexError) as info:
         f(np.ones((3, 4)), np.array(labels, dtype="int32"))
     text = str(info.value)
@@ -256,6 +258,20 @@ def test_advanced_index_error_names_the_user_expression(linker, labels, axis):
     assert "p = T.nnet.softmax(x)" in text                  # and the line that built it
     assert "input 2 'y'" in text
     assert "y.shape[0]" in text                             # arange's length, as written
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_tutorial_cost_reports_targets_against_rows(linker):
+    """-log(softmax(x)[arange(n), y]).mean() runs as the fused cross-entropy:
+    too many labels, or a label out of range, is said in the user's terms."""
+    x = T.dmatrix("x")
+    y = T.ivector("y")
+    p = T.nnet.softmax(x)
+    f = compile_([x, y], -T.log(p[T.arange(y.shape[0]), y]).mean(), linker)
+    with pytest.raises(ValueError, match="the targets have 4 entries but there are 3 rows"):
+        f(np.ones((3, 4)), np.array([0, 1, 2, 0], dtype="int32"))
+    with pytest.raises(IndexError):
+        f(np.ones((3, 4)), np.array([0, 1, 5], dtype="int32"))
 
 
 @pytest.mark.parametrize("linker", LINKERS)
