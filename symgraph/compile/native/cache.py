@@ -234,32 +234,25 @@ class ModuleCache:
         ``build_fn(tmp_dir)`` must write ``lib.so`` into the Path ``tmp_dir`` (with
         :func:`~symgraph.compile.native.compiler.compile_library`, say).  ``parts``
         (the key's parts) are summarized into meta.json; ``what`` names the entry in
-        the ``compile_no_compile`` error.  A complete entry is returned without any
-        lock; a miss waits for the key's lock, so that one process builds.
+        the ``compile_no_compile`` error.  A miss waits for the key's lock, so that
+        one process builds.  Pruning may remove the file once this returns: to
+        load a library, use :meth:`load`.
         """
-        self._check_root()
-        status, lib = self._check_entry(key)
-        if status == OK:
-            self.hits += 1
-            return lib
-        self.ensure_root()  # a miss is slow anyway: check the subfolders too
-        with self._key_lock(key):
-            lib, nbytes = self._build_locked(key, build_fn, parts, what)
-        self._enforce_cap(keep=key)
-        return lib
+        return self.load(key, build_fn, loader=Path, parts=parts, what=what)
 
     def _build_locked(self, key, build_fn, parts, what):
-        """(lib path, bytes added) of entry ``key``, built unless another process
-        built it meanwhile.  The caller holds the key's exclusive lock."""
+        """(lib path, whether it was built here) of entry ``key``, built unless
+        another process built it meanwhile.  The caller holds the key's
+        exclusive lock."""
         status, lib = self._check_entry(key)
         if status == OK:
             self.hits += 1
-            return lib, 0
+            return lib, False
         if status == CORRUPT:
             _log.warning("compile cache entry %s is incomplete or corrupt: "
                          "rebuilding it", self.entry_dir(key))
             self._remove(self.entry_dir(key))
-        return self._build(key, build_fn, parts, what)
+        return self._build(key, build_fn, parts, what), True
 
     def load(self, key, build_fn=None, loader=ctypes.CDLL, parts=None, what=None):
         """``loader(path of lib.so)`` for entry ``key``, built first if needed, or
@@ -270,6 +263,7 @@ class ModuleCache:
         between the check and the load.  Pruning runs after the load: a loaded
         library stays mapped even once its file is gone.
         """
+        self._entry_str(key)  # a bad key is refused before it names a lock file
         self._check_root()
         with self._key_lock(key, shared=True):
             status, lib = self._check_entry(key)
@@ -280,9 +274,9 @@ class ModuleCache:
             return None
         self.ensure_root()
         with self._key_lock(key):
-            lib, nbytes = self._build_locked(key, build_fn, parts, what)
+            lib, built = self._build_locked(key, build_fn, parts, what)
             result = loader(str(lib))
-        if nbytes:
+        if built:
             self._enforce_cap(keep=key)
         return result
 
@@ -304,7 +298,6 @@ class ModuleCache:
             meta = {"format": CACHE_FORMAT, "key": key, "size": size, "sha256": digest,
                     "created": time.time(), "parts": summarize_parts(parts)}
             write_private(tmp / META_NAME, json.dumps(meta, indent=1, sort_keys=True))
-            nbytes = sum(path.lstat().st_size for path in tmp.iterdir())
             self._place(key, tmp)
         except compiler.CompileError as exc:
             if exc.source_path is None:  # nothing compiled (compile_no_compile)
@@ -318,7 +311,7 @@ class ModuleCache:
         st = os.stat(final)
         with self._mutex:
             self._verified[key] = (st.st_ino, st.st_mtime_ns, size, digest)
-        return final, nbytes
+        return final
 
     def _place(self, key, tmp):
         """Rename the finished build folder ``tmp`` into place (atomic)."""

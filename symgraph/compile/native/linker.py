@@ -75,23 +75,18 @@ def warn_no_compiler():
     _warned_no_compiler = True
     import warnings
 
-    warnings.warn(
-        f"symgraph: no C compiler was found ({_compiler_wanted()}). Kernels the compile cache already holds run natively; every other "
-        "node runs in Python, typically 10 to 30 times slower. Install a C compiler "
-        "(gcc), or set the flag cxx to an empty string to choose Python-only execution "
-        "without this warning.", NoCompilerWarning, stacklevel=_user_stacklevel())
+    from symgraph.graph.trace import user_line
 
-
-def _user_stacklevel():
-    """The ``stacklevel`` that makes a warning name the first frame outside
-    symgraph: the user's line that asked for a function."""
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
+    message = (
+        f"symgraph: no C compiler was found ({_compiler_wanted()}). Kernels the compile "
+        "cache already holds run natively; every other node runs in Python, typically 10 "
+        "to 30 times slower. Install a C compiler (gcc), or set the flag cxx to an empty "
+        "string to choose Python-only execution without this warning.")
+    line = user_line()   # the user's line that asked for a function
+    if line is None:
+        warnings.warn(message, NoCompilerWarning, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, NoCompilerWarning, line.filename, line.lineno)
 
 
 def _compiler_wanted():
@@ -180,7 +175,7 @@ class KernelLibrary:
 
     def __del__(self):
         handle, self._handle = getattr(self, "_handle", None), None
-        if handle:
+        if handle and _ctypes is not None:   # None: the interpreter is shutting down
             _ctypes.dlclose(handle)
 
 
@@ -453,8 +448,11 @@ def python_step(node):
 class NativeProgram:
     """A runtime Program and what the Function needs to drive it."""
 
-    def __init__(self, program, order, slot_of, step_nodes, n_inputs, python_nodes=()):
+    def __init__(self, program, order, slot_of, step_nodes, n_inputs, python_nodes=(),
+                 libraries=()):
         self.program = program
+        #: the KernelLibraries of its kernels: unloaded once no program holds them
+        self.libraries = list(libraries)
         #: the nodes run by their Python ``perform`` (no native kernel)
         self.python_nodes = list(python_nodes)
         self.order = order
@@ -549,10 +547,8 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
-    native = NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
-                           python_nodes)
-    native.libraries = libraries   # the kernels' code: unloaded once no program uses it
-    return native
+    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
+                         python_nodes, libraries)
 
 
 def _native_step(kernel, addresses, node, ins, outs):
