@@ -3,13 +3,13 @@
 The runtime (``c_src/runtime.c``, the one C file that includes Python's and
 NumPy's headers) is compiled here, once, as the extension ``symgraph._runtime``
 (``pip install -e .`` builds it too), so that no process pays for it on its
-first compiled function.  ``symgraph/compile/native/runtime.py`` loads it, and
+first compiled function.  ``symgraph/backends/native/runtime.py`` loads it, and
 builds the runtime through the compile cache instead when this extension is
 missing (a checkout run without installing) or older than ``c_src/`` (its
 ``source_hash`` differs from :func:`runtime_source_hash`).
 
 The shared support library (``sg_support.c``, generated into ``build/``: the helpers that
-kernels call through a table, see ``symgraph/compile/native/support_lib.py``)
+kernels call through a table, see ``symgraph/backends/cpu/support_lib.py``)
 is built here too, as ``symgraph._support``, with the kernels' own flags
 (``-march=native`` among them); it embeds the hash of its sources and of the
 CPU it was built for, and ``support_lib`` builds it into the compile cache
@@ -66,8 +66,8 @@ def support_extension():
     # (an isolated build does not put it on sys.path).
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    compiler = _load("_sg_setup_compiler", "symgraph/compile/native/compiler.py")
-    support = _load("_sg_setup_support", "symgraph/compile/native/support_lib.py")
+    compiler = _load("_sg_setup_compiler", "symgraph/backends/cpu/compiler.py")
+    support = _load("_sg_setup_support", "symgraph/backends/cpu/support_lib.py")
     flags = [f for f in compiler.BASE_FLAGS if f not in ("-shared", "-fPIC")]
     if "clang" not in (sysconfig.get_config_var("CC") or ""):
         flags += list(compiler.GCC_FLAGS)
@@ -101,7 +101,7 @@ def c_source_files():
 def build_py_with_c_sources():
     """setuptools' build_py, which also copies ``c_src/`` into the built package
     as ``symgraph/c_src`` (package data mapped at build: the folder stays at the
-    repository's top level, and ``symgraph.compile.native.c_sources`` finds the
+    repository's top level, and ``symgraph.backends.native.c_sources`` finds the
     copy in a wheel or an sdist install)."""
     from setuptools.command.build_py import build_py
 

@@ -130,7 +130,7 @@ def conv_ops(f):
     its name, e.g. ``DnnConv{...} -> gemm (timing: gemm 1.2 ms, ...)``.
     """
     try:
-        from symgraph.compile.native import conv_tuning
+        from symgraph.backends.cpu.conv import tuning as conv_tuning
     except ImportError:
         conv_tuning = None
     names = []
@@ -149,7 +149,7 @@ def chosen_impls(f):
     """The implementations that the conv nodes of ``f`` ran (after a call), by
     the tuning registry: e.g. ``['gemm']``; empty when it has no record."""
     try:
-        from symgraph.compile.native import conv_tuning
+        from symgraph.backends.cpu.conv import tuning as conv_tuning
     except ImportError:
         return []
     impls = []

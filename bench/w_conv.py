@@ -27,7 +27,7 @@ def clear_tuning_cache(ctx):
     to empty), so that ``time_once`` times in this process instead of reusing
     a choice timed earlier, perhaps under another load or with older kernels."""
     try:
-        from symgraph.compile.native import conv_tuning
+        from symgraph.backends.cpu.conv import tuning as conv_tuning
     except ImportError:
         return
     removed = 0

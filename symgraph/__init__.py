@@ -5,7 +5,7 @@ gradients (``symgraph.grad``), compile it (``symgraph.function``) and call the
 result with NumPy arrays.  ``symgraph.config`` holds the flags.
 """
 
-__version__ = "0.1.0"
+from symgraph.version import __version__
 
 from symgraph.config import config, change_flags  # noqa: E402,F401
 from symgraph import tensor  # noqa: E402,F401

@@ -82,7 +82,7 @@ def _config(argv):
 
 @command("cache", "list, show stats of, prune or clear the compile cache")
 def _cache(argv):
-    from symgraph.compile.native.cache_cli import main as cache_main  # lazy: stays fast
+    from symgraph.backends.native.cache_cli import main as cache_main  # lazy: stays fast
     return cache_main(argv)
 
 

@@ -33,7 +33,7 @@ from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 # The native CPU backend registers its lowerings and fusion support on import:
 # the rewrites that run before any kernel is built ask it what can be fused.
-from symgraph.compile.native import lowerings as _cpu_backend  # noqa: F401
+from symgraph.backends.cpu import lowerings as _cpu_backend  # noqa: F401
 from symgraph.compile.shared import SharedVariable
 from symgraph.compile.debug_checks import check_steps, debug_check
 from symgraph.compile.nan_guard import nan_guard_check
@@ -308,8 +308,8 @@ class FunctionMaker:
         linker = self.mode.linker
         if linker not in ("c", "c|py"):
             return None
-        from symgraph.compile.native.compiler import CompileError
-        from symgraph.compile.native.linker import (NoNativeCodeError, build_program,
+        from symgraph.backends.cpu.compiler import CompileError
+        from symgraph.backends.native.linker import (NoNativeCodeError, build_program,
                                                     native_available, python_only_chosen,
                                                     warn_no_compiler)
 

@@ -78,7 +78,7 @@ class Function:
         self._shared_cells = [s.container.storage for s in maker.shared_inputs]
         self._fast = None
         if native is not None:
-            from symgraph.compile.native.runtime import load_runtime
+            from symgraph.backends.native.runtime import load_runtime
 
             self._input_mismatch = load_runtime().InputMismatch
         self.input_types = [v.type for v in fgraph.inputs[:len(maker.in_specs)]]

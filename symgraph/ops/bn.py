@@ -32,7 +32,7 @@ Differences from the seed, on purpose:
   gradients: the seed ignored all of these (its cost could only use ``out``).
 * The statistics are computed in float32 for float16 data (stored as float16).
 
-Native code: ``compile/native/bn_codegen.py`` (one stable pass over ``x`` for
+Native code: ``backends/cpu/nnet/batchnorm.py`` (one stable pass over ``x`` for
 the statistics, one for the output).
 """
 

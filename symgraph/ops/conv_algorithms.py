@@ -5,14 +5,14 @@ The rewrites of ``opt/conv_concrete.py`` replace the abstract ops of
 ``dnn.conv.algo_*`` flag value) and the precision (the compute dtype resolved
 from ``dnn.conv.precision`` and the data's dtype).  Their inputs, outputs,
 shapes and gradients are the abstract op's; their C kernels
-(``compile/native/conv_codegen.py``) run the algorithms of ``c_src/conv/``.
+(``backends/cpu/conv/codegen.py``) run the algorithms of ``c_src/conv/``.
 
 ``algo``: a concrete algorithm ('none' direct, 'small' tiled implicit GEMM,
 'large' / 'deterministic' im2col + GEMM, 'fft', 'fft_tiling', 'winograd'),
 or a meta one chosen at run time: 'guess_once', 'guess_on_shape_change'
 (a heuristic from the shapes), 'time_once', 'time_on_shape_change' (the
 fastest of the applicable algorithms, remembered in the tuning cache:
-``compile/native/conv_tuning.py``).
+``backends/cpu/conv/tuning.py``).
 
 A concrete algorithm that cannot handle the convolution (Winograd with a
 stride) falls back to the next best one.  When the rewrite can tell from
@@ -172,7 +172,7 @@ class _DnnConvBase(Op):
     def profile_label(self, node):
         """The profile's name for this op's time: its str and the algorithms its
         kernel ran in this process (``DnnConv{algo='time_once', ...} [gemm]``)."""
-        from symgraph.compile.native import conv_tuning
+        from symgraph.backends.cpu.conv import tuning as conv_tuning
 
         impls = sorted({c.impl for c in conv_tuning.choices_for(self).values()})
         return f"{self} [{', '.join(impls) or self.impl() or '?'}]"
@@ -180,7 +180,7 @@ class _DnnConvBase(Op):
     def debug_note(self, node):
         """What debugprint adds to this node's line: a static fallback's reason,
         and the choices the kernel made in this process (with their sources)."""
-        from symgraph.compile.native import conv_tuning
+        from symgraph.backends.cpu.conv import tuning as conv_tuning
 
         parts = []
         if self.requested is not None:

@@ -34,7 +34,7 @@ Semantics (Theano's ``theano.tensor.signal.pool``):
 Ops for the gradients live in ``ops/pool_grad.py``; the user functions
 (``pool_2d``, ``pool_3d``, ``max_pool_2d_same_size``) in
 ``symgraph/tensor/signal/pool.py``; the C kernels in
-``compile/native/pool_codegen.py``.
+``backends/cpu/pool/forward.py``.
 """
 
 import itertools

@@ -114,7 +114,7 @@ class ScalarOp(PropsValue):
         """One bool per input: whether the output depends on it (for gradients)."""
         return [True] * self.nin
 
-    # -- native code (see symgraph/compile/native/elemwise_codegen.py) ----------
+    # -- native code (see symgraph/backends/cpu/elemwise/loop.py) ----------
 
     def c_input_dtypes(self, *dtypes):
         """The dtype each input is converted to before ``c_expr`` sees it.
@@ -200,7 +200,7 @@ def c_kind(dtype):
 
 def c_ctype(dtype):
     """The C type values of ``dtype`` are computed in (float16 -> float)."""
-    from symgraph.compile.native.c_types import c_compute_type
+    from symgraph.backends.c_family.c_types import c_compute_type
 
     return c_compute_type(dtype)
 
@@ -212,7 +212,7 @@ def c_fn(name, dtype):
 
 def c_lit(value, dtype):
     """``value`` as a parenthesized C literal of ``dtype``'s compute type."""
-    from symgraph.compile.native.c_types import c_literal
+    from symgraph.backends.c_family.c_types import c_literal
 
     dtype = str(dtype)
     if dtype == "int64" and int(value) == -2 ** 63:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from symgraph.compile.native.assemble import C_SRC
+from symgraph.backends.native.assemble import C_SRC
 
 DIRECTIONS = {"fwd": 0, "bwd_data": 1, "bwd_filter": 2}
 IMPLS = {"direct": 0, "tiled": 1, "gemm": 2, "fft": 3, "fft_tiled": 4, "winograd": 5}
@@ -77,7 +77,7 @@ def build_shim(name, source, flags, key_text=""):
 
 def library(openmp=False):
     """The harness library, built once per (sources, openmp)."""
-    from symgraph.compile.native.compiler import base_flags
+    from symgraph.backends.cpu.compiler import base_flags
 
     # The flags of the native backend, so that the algorithms are tested and
     # timed as generated code compiles them (vectorizer cost model, no FMA
@@ -89,7 +89,7 @@ def library(openmp=False):
         return _LIB[path]
     lib = ctypes.CDLL(str(path))
     lib.sg_conv_harness_ws.restype = ctypes.c_size_t
-    from symgraph.compile.native.blas_support import blas_address
+    from symgraph.backends.cpu.blas.support import blas_address
 
     lib.sg_conv_harness_blas(ctypes.c_void_p(blas_address("sgemm")),
                              ctypes.c_void_p(blas_address("dgemm")))

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from symgraph.compile.native.assemble import C_SRC, assemble
-from symgraph.compile.native.support_lib import generated_dir
-from symgraph.compile.native.linker import set_kernel_symbols
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.native.assemble import C_SRC, assemble
+from symgraph.backends.cpu.support_lib import generated_dir
+from symgraph.backends.native.linker import set_kernel_symbols
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 MAXDIMS = 32
 FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno",
@@ -57,7 +57,7 @@ def compile_kernels(named, openmp=False):
     source = assemble(list(named))
     # The headers the source includes are part of the key, as in the linker's:
     # an edited header must not reuse a stale library.
-    from symgraph.compile.native.linker import _headers_digest
+    from symgraph.backends.native.linker import _headers_digest
 
     digest = hashlib.sha256((source + str(openmp) + _headers_digest()).encode()).hexdigest()[:20]
     if digest in _LIBS:

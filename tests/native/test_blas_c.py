@@ -19,12 +19,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import symgraph.tensor as T  # noqa: E402
 from kernel_harness import (KernelError, SgArray, SgError, describe,  # noqa: E402
                             compile_kernel, run_kernel, run_python)
-from symgraph.compile.native import blas_support  # noqa: E402
-from symgraph.compile.native.kernel import CKernel  # noqa: E402
-from symgraph.compile.native.support_lib import load_support  # noqa: E402
+from symgraph.backends.cpu.blas import support as blas_support  # noqa: E402
+from symgraph.backends.native.kernel import CKernel  # noqa: E402
+from symgraph.backends.cpu.support_lib import load_support  # noqa: E402
 from symgraph.ops.blas import Dot  # noqa: E402
 from symgraph.ops.gemm import Gemm, Gemv, Ger  # noqa: E402
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 RTOL = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}
 RNG = np.random.default_rng(1234)

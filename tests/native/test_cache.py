@@ -17,10 +17,10 @@ import warnings
 import pytest
 
 from symgraph.__main__ import main as symgraph_main
-from symgraph.compile.native import cache as cache_mod
-from symgraph.compile.native.cache import (
+from symgraph.backends.native import cache as cache_mod
+from symgraph.backends.native.cache import (
     CacheError, CacheSecurityError, ModuleCache, environment_parts, get_cache, make_key)
-from symgraph.compile.native.compiler import COMPILE_STATS, CompileError, compile_library
+from symgraph.backends.cpu.compiler import COMPILE_STATS, CompileError, compile_library
 from symgraph.config import config
 
 

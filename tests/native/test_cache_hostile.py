@@ -22,8 +22,9 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native import linker, support_lib
-from symgraph.compile.native.cache import CacheSecurityError, ModuleCache, get_cache
+from symgraph.backends.native import linker
+from symgraph.backends.cpu import support_lib
+from symgraph.backends.native.cache import CacheSecurityError, ModuleCache, get_cache
 from symgraph.config import config
 
 
@@ -250,7 +251,7 @@ def test_everything_is_private_under_umask_000(tmp_path):
             x = T.dmatrix("x")
             f = symgraph.function([x], T.exp(x).sum(axis=1) * 2 + T.tanh(x).max())
             f(VALUE)
-            from symgraph.compile.native import conv_tuning
+            from symgraph.backends.cpu.conv import tuning as conv_tuning
             conv_tuning.store("shape-key", "gemm", {"gemm": 1.0})
     finally:
         os.umask(old)
@@ -267,7 +268,7 @@ def test_everything_is_private_under_umask_000(tmp_path):
 def test_a_folder_others_may_write_is_refused(root, where):
     x = T.dmatrix("x")
     symgraph.function([x], T.exp(x) + 1)
-    from symgraph.compile.native import conv_tuning
+    from symgraph.backends.cpu.conv import tuning as conv_tuning
     conv_tuning.store("shape-key", "gemm", {"gemm": 1.0})
     digest = support_lib.support_source_hash()[:24]
     path = root / where.replace("HASH", digest)
@@ -321,7 +322,7 @@ _NO_CC = textwrap.dedent("""
     import warnings
     import numpy as np
     import symgraph, symgraph.tensor as T
-    from symgraph.compile.native.compiler import COMPILE_STATS
+    from symgraph.backends.cpu.compiler import COMPILE_STATS
     x = T.dmatrix("x")
     v = np.linspace(-1, 1, 6).reshape(2, 3)
     with warnings.catch_warnings(record=True) as caught:

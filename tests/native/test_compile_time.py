@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from symgraph.compile.native import compiler, linker, runtime
-from symgraph.compile.native.kernel import CKernel
+from symgraph.backends.cpu import compiler
+from symgraph.backends.native import linker
+from symgraph.backends.native import runtime
+from symgraph.backends.native.kernel import CKernel
 from symgraph.config import config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from symgraph.compile.native import compiler
-from symgraph.compile.native.compiler import COMPILE_STATS, CompileError, compile_library
+from symgraph.backends.cpu import compiler
+from symgraph.backends.cpu.compiler import COMPILE_STATS, CompileError, compile_library
 from symgraph.config import config
 
 SOURCE = """
@@ -158,7 +158,7 @@ def test_c_src_is_found():
 
 
 def test_openmp_threads_wait_passively_unless_the_user_chose(monkeypatch):
-    from symgraph.compile.native.compiler import prepare_openmp_environment
+    from symgraph.backends.cpu.compiler import prepare_openmp_environment
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     prepare_openmp_environment()

@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from symgraph.compile.native.assemble import C_SRC
+from symgraph.backends.native.assemble import C_SRC
 from tests.native import conv_harness as H
 
 # -- the FFT itself ------------------------------------------------------------
@@ -50,7 +50,7 @@ _FFT_LIB = []
 def _fft_lib():
     if _FFT_LIB:
         return _FFT_LIB[0]
-    from symgraph.compile.native.compiler import base_flags
+    from symgraph.backends.cpu.compiler import base_flags
 
     sources = (C_SRC / "conv" / "sg_fft.h").read_text()
     path = H.build_shim("fft", _FFT_SHIM, ["-Wall", *base_flags()], sources)

@@ -20,12 +20,12 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native import conv_tuning
+from symgraph.backends.cpu.conv import tuning as conv_tuning
 from symgraph.ops import conv_reference as ref
 from symgraph.ops.conv_algorithms import ALGO_IMPLS, DnnConv, DnnConvGradI, DnnConvGradW
 from tests.native.kernel_harness import (MAXDIMS, KernelError, SgArray, SgError,
                                         compile_kernels, describe, run_python)
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 # -- the op parameters and shapes under test ------------------------------------------
 

@@ -9,11 +9,12 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native import conv_library, conv_tuning
-from symgraph.compile.native.cache import get_cache
-from symgraph.compile.native.compiler import COMPILE_STATS
+from symgraph.backends.cpu.conv import library as conv_library
+from symgraph.backends.cpu.conv import tuning as conv_tuning
+from symgraph.backends.native.cache import get_cache
+from symgraph.backends.cpu.compiler import COMPILE_STATS
 from symgraph.ops.conv_algorithms import DnnConv
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 
 def test_library_is_in_the_cache_and_loaded_once():

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import symgraph.tensor as T
-from symgraph.compile.native.assemble import C_SRC, assemble
-from symgraph.compile.native.elemwise_codegen import elemwise_kernel
-from symgraph.compile.native.support_lib import bind_library, generated_dir
+from symgraph.backends.native.assemble import C_SRC, assemble
+from symgraph.backends.cpu.elemwise.loop import elemwise_kernel
+from symgraph.backends.cpu.support_lib import bind_library, generated_dir
 from symgraph.ops.composite import Composite
 from symgraph.ops.elemwise import Elemwise
 from symgraph.ops import scalar_basic as sb, scalar_logic as sl, scalar_math as sm

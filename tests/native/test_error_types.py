@@ -16,7 +16,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.kernel import CKernel
+from symgraph.backends.native.kernel import CKernel
 from symgraph.graph.basic import Apply, Op
 from symgraph.backends import register_lowering
 

@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import symgraph.tensor as T  # noqa: E402
 from kernel_harness import KernelError, run_kernel, run_python  # noqa: E402
-from symgraph.compile.native.kernel import INPLACE  # noqa: E402
+from symgraph.backends.native.kernel import INPLACE  # noqa: E402
 from symgraph.ops.gemm import Gemm, Gemv, Ger  # noqa: E402
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 RTOL = {"float32": 1e-5, "float64": 1e-12}
 RNG = np.random.default_rng(4321)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import symgraph.tensor as T
-from symgraph.compile.native.kernel import CKernel
+from symgraph.backends.native.kernel import CKernel
 from tests.native.kernel_harness import KernelError, run_kernel
 
 DOUBLE = CKernel(source="""

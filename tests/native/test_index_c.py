@@ -10,7 +10,7 @@ from symgraph.ops.advanced_subtensor import AdvancedIncSubtensor
 from symgraph.ops.subtensor import FULL_SLICE, IncSubtensor
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from tests.native.test_shape_c import KINDS, check, check_error, data, layouts
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 BIG = np.iinfo(np.int64).max
 SMALL = np.iinfo(np.int64).min

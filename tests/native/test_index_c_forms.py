@@ -11,7 +11,7 @@ from symgraph.ops.subtensor import SliceSpec
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from tests.native.test_index_c import compare
 from tests.native.test_shape_c import check, check_error, data, layouts
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 X = T.tensor("float64", shape=(None, None, None), name="x")
 IV, JV = T.lvector("iv"), T.ivector("jv")

@@ -5,8 +5,8 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.kernel import VIEW_OR_COPY, CKernel
-from symgraph.compile.native.linker import NoNativeCodeError
+from symgraph.backends.native.kernel import VIEW_OR_COPY, CKernel
+from symgraph.backends.native.linker import NoNativeCodeError
 from symgraph.graph.basic import Apply, Op
 from symgraph.backends import register_lowering
 
@@ -246,7 +246,7 @@ def test_profile_times_native_steps():
 
 
 def test_second_function_reuses_cached_kernels():
-    from symgraph.compile.native.compiler import COMPILE_STATS
+    from symgraph.backends.cpu.compiler import COMPILE_STATS
 
     x = T.dvector("x")
     compile_([x], Scale(7.0)(x))
@@ -291,7 +291,7 @@ def test_view_or_copy_kernel_under_debug_mode():
 
 
 def test_runtime_refuses_malformed_view_or_copy_steps():
-    from symgraph.compile.native.runtime import load_runtime
+    from symgraph.backends.native.runtime import load_runtime
 
     program = load_runtime().Program
     inputs = ((0, np.dtype("float64").num, 1, ()),)

@@ -15,8 +15,8 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.linker import node_kernel
-from symgraph.compile.native.softmax_codegen import BLOCK, COLS, STREAM_BYTES
+from symgraph.backends.native.linker import node_kernel
+from symgraph.backends.cpu.nnet.softmax import BLOCK, COLS, STREAM_BYTES
 from symgraph.ops import nnet, nnet_loss
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 

@@ -5,7 +5,7 @@ runs the demos and .ci/smoke_installed.py from outside the checkout.)"""
 import importlib.util
 from pathlib import Path
 
-from symgraph.compile.native import c_sources
+from symgraph.backends.native import c_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.linker import node_kernel
+from symgraph.backends.native.linker import node_kernel
 from symgraph.ops.pool import Pool
 from symgraph.ops.pool_grad import (AveragePoolGrad, DownsampleFactorMaxGradGrad,
                                     MaxPoolGrad)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import symgraph.tensor as T
-from symgraph.compile.native.reduce_codegen import PAIR_BLOCK, PLAIN_BLOCK, COL_CHUNK
+from symgraph.backends.cpu.reduce.codegen import PAIR_BLOCK, PLAIN_BLOCK, COL_CHUNK
 from symgraph.ops import reduce as R
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 RNG = np.random.default_rng(42)
 

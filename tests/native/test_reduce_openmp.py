@@ -23,12 +23,12 @@ import pytest
 
 import symgraph.tensor as T
 from symgraph.compile.function import function
-from symgraph.compile.native.reduce_codegen import COL_UNIT, PAIR_BLOCK, PLAIN_BLOCK
-from symgraph.compile.native.reduce_lowering import accumulator_dtype
+from symgraph.backends.cpu.reduce.codegen import COL_UNIT, PAIR_BLOCK, PLAIN_BLOCK
+from symgraph.backends.cpu.reduce.lowering import accumulator_dtype
 from symgraph.config import config
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 RNG = np.random.default_rng(7)
 THREADS = (1, 2, 3)
@@ -285,7 +285,7 @@ def test_compiled_function_with_openmp():
 
 
 def test_openmp_and_its_threshold_reach_the_cache_key():
-    from symgraph.compile.native.linker import _kernel_key
+    from symgraph.backends.native.linker import _kernel_key
 
     x = T.matrix("x", dtype="float32")
     node = T.sum(x, axis=1).owner
@@ -303,7 +303,7 @@ def test_thread_count_from_the_environment(tmp_path):
     script = (
         "import sys, numpy as np, symgraph.tensor as T\n"
         "from symgraph.compile.function import function\n"
-        "from symgraph.compile.native.lowerings import cpu_kernel\n"
+        "from symgraph.backends.cpu.lowerings import cpu_kernel\n"
         "x = T.matrix('x', dtype='float32')\n"
         "v = np.random.default_rng(1).random((300, 4000)).astype('float32')\n"
         "f = function([x], [T.sum(T.exp(x)), T.max(x, axis=0), T.argmax(x)])\n"

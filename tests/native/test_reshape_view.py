@@ -16,11 +16,11 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.kernel import VIEW_OR_COPY
+from symgraph.backends.native.kernel import VIEW_OR_COPY
 from symgraph.graph.destroy import DestroyHandler
 from symgraph.ops.shape import Reshape
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 LINKERS = ["c|py", "c"]
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import symgraph.tensor as T
-from symgraph.compile.native.assemble import C_SRC
+from symgraph.backends.native.assemble import C_SRC
 from symgraph.ops.alloc import ARange, Eye
 from symgraph.ops.join import Join, MakeVector, Split
 from symgraph.ops.shape import Reshape, Shape_i, SpecifyShape, Unbroadcast
 from symgraph.tensor.basic import constant
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "uint8", "bool"]
 #: One dtype per element size: enough for kernels that only move bytes.

@@ -13,7 +13,7 @@ import scipy.special
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native.elemwise_codegen import elemwise_kernel
+from symgraph.backends.cpu.elemwise.loop import elemwise_kernel
 from symgraph.gradient import verify_grad
 from symgraph.ops import nnet_loss, scalar_basic, scalar_logic, scalar_math
 from symgraph.ops.elemwise import Elemwise

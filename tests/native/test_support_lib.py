@@ -10,8 +10,11 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native import blas_support, compiler, linker, support_lib
-from symgraph.compile.native.compiler import compile_library
+from symgraph.backends.cpu.blas import support as blas_support
+from symgraph.backends.cpu import compiler
+from symgraph.backends.native import linker
+from symgraph.backends.cpu import support_lib
+from symgraph.backends.cpu.compiler import compile_library
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from symgraph.ops import bn as bn_ops
 from symgraph.tensor.nnet import bn
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from tests.ops.op_checks import check_shapes, verify_grad
-from symgraph.compile.native.lowerings import cpu_kernel
+from symgraph.backends.cpu.lowerings import cpu_kernel
 
 TOL = {"float16": 2e-2, "float32": 1e-5, "float64": 1e-12}
 

@@ -23,7 +23,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from symgraph.compile.native import conv_tuning
+from symgraph.backends.cpu.conv import tuning as conv_tuning
 from symgraph.config import ConfigError
 from symgraph.graph.fg import FunctionGraph
 from symgraph.ops import conv_reference as ref
@@ -193,7 +193,7 @@ _CHILD = textwrap.dedent("""
     import json
     import numpy as np
     import symgraph
-    from symgraph.compile.native import conv_tuning
+    from symgraph.backends.cpu.conv import tuning as conv_tuning
     from tests.opt.test_conv_concrete import _graph, _values
     conv_tuning.MIN_CPU_SHARE = 0  # a loaded machine must not keep the files out
     inputs, outputs = _graph()

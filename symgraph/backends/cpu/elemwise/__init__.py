@@ -1,0 +1,1 @@
+"""CPU C for element-wise loops (fused composites of scalar ops)."""

@@ -1,0 +1,1 @@
+"""CPU C for indexing: basic and advanced subtensors and their increments."""

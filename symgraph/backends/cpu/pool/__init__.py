@@ -1,0 +1,1 @@
+"""CPU C for pooling: forward, gradients, and the argmax variants."""

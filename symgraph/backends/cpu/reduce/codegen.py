@@ -1,0 +1,576 @@
+"""C kernels for reductions: sum, prod, max, min, all, any, argmax, argmin, and
+a reduction fused with the element-wise work that feeds it.
+
+One generator serves every reduction.  A ``ReduceSpec`` says what one element
+of the reduced array is (a C expression of the inputs' values: the input
+itself, or a fused element-wise expression), how elements combine, and in
+which dtype they accumulate.  The generated kernel works for any strides
+(negative and zero too) and any axis set:
+
+* at run time the shared planner (``reduce_plan.SUPPORT``, in the shared
+  support library: ``support_lib``) drops size-1 dimensions, sorts
+  the kept and the reduced dimensions by stride (largest first; argmax and
+  argmin keep C order, because their index is the position in C order) and
+  merges dimensions that every array steps through as one;
+* **path A** (the innermost reduced dimension is the innermost in memory:
+  reducing every axis of a contiguous array, row sums, a transposed column
+  sum): each output element's group is reduced with ``L`` independent
+  accumulators ("lanes") over contiguous runs.  Lanes need no reassociation,
+  so GCC vectorizes them without ``-ffast-math``;
+* **path B** (the innermost kept dimension is the innermost in memory: column
+  sums, ``sum(axis=0)`` of a C-contiguous matrix): rows are accumulated into
+  a chunk of outputs, vectorized over the columns.
+
+Float sums are *pairwise*: NumPy sums float arrays pairwise (blocks of 128
+elements, 8 accumulators), so that the rounding error grows as O(log n), not
+O(n).  Path A does the same with blocks of ``PAIR_BLOCK`` elements summed in
+lanes (each lane adds at most PAIR_BLOCK/L elements) whose block sums are
+combined by a binary counter: the partial sum of 2**k blocks is added to
+another of 2**k blocks, as a balanced tree, in O(1) memory and without
+recursion.  The error bound is about (PAIR_BLOCK/L + log2 L + log2(n /
+PAIR_BLOCK)) ulps, the same order as NumPy's; the order of additions differs
+from NumPy's, so results agree to float rounding, not bit for bit.  Path B
+sums rows one after the other, as NumPy does for ``axis=0``.
+
+Max and min propagate NaN as NumPy's ``maximum``/``minimum`` (a NaN in the
+group gives NaN); argmax and argmin return the first NaN's index, as NumPy.
+Empty groups give 0 (sum), 1 (prod), True (all), False (any); max, min,
+argmax and argmin raise SG_ERR_VALUE with the Python ``perform``'s message.
+float16 is loaded into float32 and accumulated there.
+
+OpenMP kernels (``config.openmp``) come from ``reduce_parallel_codegen``.
+"""
+
+from dataclasses import dataclass
+
+from symgraph.backends.c_family.c_text import c_string
+from symgraph.backends.c_family.c_types import c_compute_type, c_type, has_c_type
+from symgraph.backends.native.kernel import CKernel
+from symgraph.backends.cpu.reduce.plan import MAX_INPUTS
+from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
+
+#: Bump when the generated code changes in a way its text would not show.
+VERSION = 2
+#: Elements per pairwise block in path A (float sums).
+PAIR_BLOCK = 1024
+#: Elements per block for the other reductions (no pairwise combination).
+PLAIN_BLOCK = 16384
+#: Outputs accumulated together in path B.
+COL_CHUNK = 512
+#: With OpenMP: path B's columns are shared out in multiples of this many, so
+#: that every column keeps its place in the vector loop (body or tail).
+COL_UNIT = 64
+
+# -- what a kernel computes -----------------------------------------------------
+
+KINDS = ("sum", "prod", "max", "min", "all", "any", "argmax", "argmin")
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """One reduction kernel to generate.
+
+    ``kind``: one of KINDS.  ``in_dtypes``/``in_broadcastable``: the inputs
+    (all of rank ``len(in_broadcastable[0])``, the element-wise shape; one
+    input for a plain reduction).  ``axes``: the reduced dimensions.
+    ``acc_dtype``, ``out_dtype``: accumulator and result.  ``element(names)``
+    maps C names holding the inputs' values (converted to ``in_compute``,
+    default ``in_dtypes``, in their C compute types; a name may be used more
+    than once) to one element's C expression (in the accumulator's compute
+    type), or to ``(statements, expression)``.
+    ``name``: the op, for messages; ``empty_message``: the Python message for
+    an empty group with ``{shape}`` where the shape goes (None: an empty group
+    gives the identity).  ``fused``: check broadcasting as Elemwise does
+    (``elemwise_name`` names it in messages) and hoist inputs that are
+    constant over a group.  ``support``/``headers``: what ``element`` needs;
+    ``extra``: (key, value) items of the CKernel's ``extra`` (libraries).
+    """
+
+    kind: str
+    in_dtypes: tuple
+    in_broadcastable: tuple
+    axes: tuple
+    acc_dtype: str
+    out_dtype: str
+    element: object
+    name: str
+    empty_message: object = None
+    fused: bool = False
+    elemwise_name: str = ""
+    in_compute: tuple = ()
+    support: tuple = ()
+    headers: tuple = ()
+    extra: tuple = ()
+
+
+_INT_LIMITS = {
+    "int8": ("INT8_MIN", "INT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
+    "int32": ("INT32_MIN", "INT32_MAX"), "int64": ("INT64_MIN", "INT64_MAX"),
+    "uint8": ("0", "UINT8_MAX"), "uint16": ("0", "UINT16_MAX"),
+    "uint32": ("0", "UINT32_MAX"), "uint64": ("0", "UINT64_MAX"), "bool": ("0", "1"),
+}
+
+
+def _is_float(dtype):
+    return dtype.startswith("float")
+
+
+def identity(kind, acc_dtype):
+    """The C literal every accumulator starts from (max/min: the extreme value,
+    which is safe because their groups are never empty)."""
+    if kind in ("sum", "any"):
+        return "0"
+    if kind in ("prod", "all"):
+        return "1"
+    if _is_float(acc_dtype):
+        return "(-INFINITY)" if kind == "max" else "INFINITY"
+    lo, hi = _INT_LIMITS[acc_dtype]
+    return lo if kind == "max" else hi
+
+
+def combine(kind, acc_dtype, a, b):
+    """C for combining accumulator ``a`` with ``b`` (two variable names).
+
+    Max/min keep NumPy's rule ``(a >= b || isnan(a)) ? a : b``: a NaN on
+    either side wins, and the select vectorizes (no branch)."""
+    if kind == "sum":
+        return f"({a} + {b})"
+    if kind == "prod":
+        return f"({a} * {b})"
+    if kind == "all":
+        return f"({a} & {b})"
+    if kind == "any":
+        return f"({a} | {b})"
+    cmp = ">=" if kind == "max" else "<="
+    if _is_float(acc_dtype):
+        return f"(({a} {cmp} {b} || {a} != {a}) ? {a} : {b})"
+    return f"({a} {cmp} {b} ? {a} : {b})"
+
+
+# -- code generation --------------------------------------------------------------
+
+def _lanes(acc_dtype):
+    """Independent accumulators in path A: 128 bytes of them (four AVX2
+    registers, two AVX-512 ones), enough to hide the add latency."""
+    size = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "float": 4,
+            "int32_t": 4, "uint32_t": 4}.get(c_compute_type(acc_dtype), 8)
+    return 128 // size
+
+
+def _per_input(fmt, indices):
+    """``fmt`` repeated for each input index (``@`` stands for the index)."""
+    return "\n".join(fmt.replace("@", str(k)) for k in indices)
+
+
+class _Gen:
+    """The pieces of one kernel's source (a helper of ``reduce_kernel``)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.nin = len(spec.in_dtypes)
+        self.ndim = len(spec.in_broadcastable[0])
+        self.T = [c_type(d) for d in spec.in_dtypes]
+        self.compute = list(spec.in_compute or spec.in_dtypes)
+        self.ACC = c_compute_type(spec.acc_dtype)
+        self.OUT = c_type(spec.out_dtype)
+        self.arg = spec.kind in ("argmax", "argmin")
+        # argmax/argmin find the extremum with path A first, then its index.
+        self.kind = {"argmax": "max", "argmin": "min"}.get(spec.kind, spec.kind)
+        self.ident = identity(self.kind, spec.acc_dtype)
+        # Float max/min lanes use a plain compare-select (one vmaxps) and flag
+        # NaNs in separate lanes: five times faster than a NaN-aware select.
+        self.nan_lanes = self.kind in ("max", "min") and _is_float(spec.acc_dtype)
+        self.pairwise = spec.kind == "sum" and _is_float(spec.acc_dtype)
+        axes = set(spec.axes)
+        # Inputs broadcast over every reduced axis are constant over a group:
+        # path A loads them once per group.
+        self.constant = [k for k in range(self.nin) if spec.fused and spec.axes and all(
+            spec.in_broadcastable[k][a] for a in axes)]
+        self.varying = [k for k in range(self.nin) if k not in self.constant]
+
+    def load(self, k, ref):
+        """C for input k's value (stored element ``ref``) in its compute type."""
+        ctype = c_compute_type(self.compute[k])
+        return f"(({ctype}){ref})"
+
+    def elem(self, refs, target):
+        """C declaring ``target`` (of the accumulator's type) and computing one
+        element into it; ``refs[k]`` is input k's stored element (constant
+        inputs are the hoisted ``v<k>``).  The inputs' values and the
+        element's own statements live in a block of their own."""
+        decls = [f"const {c_compute_type(self.compute[k])} a{k} = {self.load(k, refs[k])}; "
+                 for k in range(self.nin) if k not in self.constant]
+        names = [f"v{k}" if k in self.constant else f"a{k}" for k in range(self.nin)]
+        result = self.spec.element(names)
+        stmts, expr = result if isinstance(result, tuple) else ("", result)
+        return f"{self.ACC} {target}; {{ {''.join(decls)}{stmts}{target} = {expr}; }}"
+
+    def hoisted(self):
+        """Declarations of the group-constant inputs' values (path A)."""
+        return "\n".join(
+            f"    const {c_compute_type(self.compute[k])} v{k} = "
+            f"{self.load(k, f'*(const {self.T[k]} *)b[{k}]')};" for k in self.constant)
+
+    def comb(self, a, b):
+        return combine(self.kind, self.spec.acc_dtype, a, b)
+
+    def lane_comb(self, a, b, flag):
+        """Combining a lane with an element: ``comb``, except for float
+        max/min, where NaN goes into the lane's flag ``flag``."""
+        if not self.nan_lanes:
+            return f"{a} = {self.comb(a, b)};"
+        cmp = ">=" if self.kind == "max" else "<="
+        return f"{a} = {a} {cmp} {b} ? {a} : {b}; {flag} |= {b} != {b};"
+
+    # ---- checks and shapes
+    def eshape(self):
+        """SG_FN(eshape): the element-wise shape, with Elemwise's broadcast checks."""
+        s = self.spec
+        if not s.fused:
+            return ("static int SG_FN(eshape)(const sg_array *in, int64_t *shape, "
+                    "sg_error *err) {\n"
+                    f"    (void)err;\n"
+                    f"    for (int d = 0; d < {self.ndim}; d++) shape[d] = in[0].shape[d];\n"
+                    f"    return 0;\n}}\n")
+        # (a 0-d element-wise shape still gets a one-column table: C has no
+        # zero-length arrays)
+        rows = ", ".join("{" + (", ".join("1" if b else "0" for b in bc) or "0") + "}"
+                         for bc in s.in_broadcastable)
+        name = c_string(s.elemwise_name, printf=True)
+        table = (f"    static const unsigned char bc[{self.nin}][{max(1, self.ndim)}] = "
+                 f"{{{rows}}};\n")
+        return f"""static int SG_FN(eshape)(const sg_array *in, int64_t *shape, sg_error *err) {{
+{table}    for (int d = 0; d < {self.ndim}; d++) {{
+        int64_t size = -1; int owner = 0;
+        for (int k = 0; k < {self.nin}; k++) {{
+            if (bc[k][d]) continue;
+            if (size < 0) {{ size = in[k].shape[d]; owner = k; }}
+            else if (in[k].shape[d] != size) {{
+                char shapes[400]; size_t n = 0;
+                for (int i = 0; i < {self.nin} && n < sizeof shapes; i++) {{
+                    if (i) n += (size_t)snprintf(shapes + n, sizeof shapes - n, ", ");
+                    if (n < sizeof shapes)
+                        sg_red_fmt_shape(shapes + n, sizeof shapes - n, in[i].shape, in[i].ndim);
+                    n = strlen(shapes);
+                }}
+                SG_FAIL(err, SG_ERR_VALUE, "{name}: input %d has size %lld in dimension %d, "
+                        "but input %d has size %lld (shapes %s)", k, (long long)in[k].shape[d], d,
+                        owner, (long long)size, shapes);
+            }}
+        }}
+        shape[d] = size < 0 ? 1 : size;
+    }}
+    for (int k = 0; k < {self.nin}; k++)
+        for (int d = 0; d < {self.ndim}; d++)
+            if (bc[k][d] && in[k].shape[d] != 1)
+                SG_FAIL(err, SG_ERR_VALUE, "{name}: input %d is declared broadcastable in "
+                        "dimension %d but has size %lld", k, d, (long long)in[k].shape[d]);
+    return 0;
+}}
+"""
+
+    def empty_check(self):
+        """SG_FN(empty): the Python error for an empty group (max, min, arg*)."""
+        s = self.spec
+        if s.empty_message is None or not s.axes:
+            return "static int SG_FN(empty)(const int64_t *shape, sg_error *err) " \
+                   "{ (void)shape; (void)err; return 0; }\n"
+        cond = " || ".join(f"shape[{a}] == 0" for a in s.axes)
+        head, _, tail = s.empty_message.partition("{shape}")
+        return f"""static int SG_FN(empty)(const int64_t *shape, sg_error *err) {{
+    if ({cond}) {{
+        char text[256];
+        sg_red_fmt_shape(text, sizeof text, shape, {self.ndim});
+        SG_FAIL(err, SG_ERR_VALUE, "{c_string(head, printf=True)}%s{c_string(tail, printf=True)}", text);
+    }}
+    return 0;
+}}
+"""
+
+    def shape_fn(self):
+        kept = [d for d in range(self.ndim) if d not in self.spec.axes]
+        sets = "\n".join(f"    out_shapes[{j}] = shape[{d}];" for j, d in enumerate(kept))
+        return f"""int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    int64_t shape[SG_MAXDIMS];
+    if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
+{sets}
+    (void)out_shapes;
+    return 0;
+}}
+"""
+
+    # ---- path A: one group, reduced with lanes (pairwise for float sums)
+    def _block_size(self):
+        """Elements per block of path A."""
+        return PAIR_BLOCK if self.pairwise else PLAIN_BLOCK
+
+    def _group_parts(self):
+        """The C pieces of path A's loops, shared by the serial group and the
+        OpenMP blocks (so both compute every block with the same code)."""
+        T, ACC, L = self.T, self.ACC, _lanes(self.spec.acc_dtype)
+        NANT = "int32_t" if ACC == "float" else "int64_t"
+        nan_decl = (f"{NANT} nanf[{L}]; for (int l = 0; l < {L}; l++) nanf[l] = 0;"
+                    if self.nan_lanes else "")
+        vary = self.varying
+        contig = " && ".join([f"pl->rstr[nro][{k}] == (int64_t)sizeof({T[k]})" for k in vary]
+                             or ["1"])
+        qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k} + i0;"
+                       for k in vary)
+        rs = _per_input("                const char *r@ = p@ + i0 * s@;", vary)
+        decl = "e"
+        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, decl)
+        e_one = self.elem({k: f"q{k}[i]" for k in vary}, decl)
+        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, decl)
+        block = self._block_size()
+        body = f"""            const int64_t m = n - i0 < {block} ? n - i0 : {block};
+            {ACC} lane[{L}];
+            for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
+            {nan_decl}
+            int64_t i = 0;
+            if (contig) {{
+{qs}
+                for (; i + {L} <= m; i += {L})
+                    for (int l = 0; l < {L}; l++) {{
+                        {e_vec}
+                        {self.lane_comb('lane[l]', 'e', 'nanf[l]')}
+                    }}
+                for (; i < m; i++) {{
+                    {e_one}
+                    {self.lane_comb('lane[0]', 'e', 'nanf[0]')}
+                }}
+            }} else {{
+{rs}
+                for (; i < m; i++) {{
+                    {e_str}
+                    {self.lane_comb(f'lane[i & {L - 1}]', 'e', f'nanf[i & {L - 1}]')}
+                }}
+            }}
+            for (int w = {L // 2}; w > 0; w /= 2)
+                for (int l = 0; l < w; l++) {{
+                    {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')}
+                }}
+"""
+        head = f"""{self.hoisted()}
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro];
+{_per_input("    const int64_t s@ = pl->rstr[nro][@];", vary)}
+    const int contig = {contig};
+"""
+        ptrs = (_per_input("        const char *p@ = b[@];", vary) + "\n"
+                "        for (int d = 0; d < nro; d++) {\n"
+                + _per_input("            p@ += idx[d] * pl->rstr[d][@];", vary) + "\n"
+                "        }")
+        return head, ptrs, body, NANT, L
+
+    def _nan_fix(self, L, NANT):
+        """C turning a block's NaN flags into a NaN result (float max/min)."""
+        if not self.nan_lanes:
+            return ""
+        return (f"            {{ {NANT} any = 0;\n"
+                f"              for (int l = 0; l < {L}; l++) any |= nanf[l];\n"
+                f"              if (any) lane[0] = NAN; }}\n")
+
+    def _fold(self, value):
+        """(declarations, statements adding block result ``value`` to the
+        group's accumulator, final statements): the binary counter of pairwise
+        sums, else a plain fold; blocks are folded in order."""
+        ACC = self.ACC
+        if self.pairwise:
+            decl = f"    {ACC} stk[64]; uint64_t cnt = 0;"
+            push = (f"            {{ {ACC} t = {value}; int lv = 0;\n"
+                    f"              for (; (cnt >> lv) & 1; lv++) t = stk[lv] + t;\n"
+                    f"              stk[lv] = t; cnt++; }}")
+            finish = (f"    {ACC} acc = 0;\n"
+                      f"    for (int lv = 0; lv < 64; lv++) if ((cnt >> lv) & 1) acc += stk[lv];")
+            return decl, push, finish
+        return (f"    {ACC} acc = {self.ident};", f"            acc = {self.comb('acc', value)};",
+                "")
+
+    def group_fn(self):
+        ACC, block = self.ACC, self._block_size()
+        head, ptrs, body, NANT, L = self._group_parts()
+        acc_decl, push, finish = self._fold("lane[0]")
+        push = self._nan_fix(L, NANT) + push
+        return f"""static {ACC} SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
+{head}    const int64_t outer = pl->rsize / n;
+    int64_t idx[SG_MAXDIMS] = {{0}};
+{acc_decl}
+    for (int64_t o = 0; o < outer; o++) {{
+{ptrs}
+        for (int64_t i0 = 0; i0 < n; i0 += {block}) {{
+{body}{push}
+        }}
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+{finish}
+    return acc;
+}}
+"""
+
+    # ---- path B: a chunk of outputs along the innermost kept dimension
+    def cols_fn(self):
+        """SG_FN(cols): path B (OpenMP kernels edit it: ``ranged_cols_fn``)."""
+        T, ACC, OUT = self.T, self.ACC, self.OUT
+        allk = list(range(self.nin))
+        contig = " && ".join(f"s{k} == (int64_t)sizeof({T[k]})" for k in allk)
+        # In path B a group-constant input still varies along the kept dimension:
+        # load it per element like the others.
+        saved, self.constant = self.constant, []
+        decl = "e"
+        e_vec = self.elem({k: f"q{k}[j]" for k in allk}, decl)
+        e_str = self.elem({k: f"*(const {T[k]} *)(p{k} + j * s{k})" for k in allk}, decl)
+        self.constant = saved
+        qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k};" for k in allk)
+        text = f"""static void SG_FN(cols)(const char *const *b, char *ob, const sg_red_plan *pl) {{
+    const int ki = pl->nk - 1;
+    const int64_t n = pl->kshape[ki], os = pl->ostr[ki];
+{_per_input("    const int64_t s@ = pl->kstr[ki][@];", allk)}
+    const int contig = {contig};
+    {ACC} acc[{COL_CHUNK}];
+    for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{
+        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};
+        for (int64_t j = 0; j < m; j++) acc[j] = {self.ident};
+        int64_t idx[SG_MAXDIMS] = {{0}};
+        for (int64_t o = 0; o < pl->rsize; o++) {{
+{_per_input("            const char *p@ = b[@] + j0 * s@;", allk)}
+            for (int d = 0; d < pl->nr; d++) {{
+{_per_input("                p@ += idx[d] * pl->rstr[d][@];", allk)}
+            }}
+            if (contig) {{
+{qs}
+                for (int64_t j = 0; j < m; j++) {{
+                    {e_vec}
+                    acc[j] = {self.comb('acc[j]', 'e')};
+                }}
+            }} else {{
+                for (int64_t j = 0; j < m; j++) {{
+                    {e_str}
+                    acc[j] = {self.comb('acc[j]', 'e')};
+                }}
+            }}
+            for (int d = pl->nr - 1; d >= 0; d--) {{
+                if (++idx[d] < pl->rshape[d]) break;
+                idx[d] = 0;
+            }}
+        }}
+        if (os == (int64_t)sizeof({OUT})) {{
+            {OUT} *w = ({OUT} *)ob + j0;
+            for (int64_t j = 0; j < m; j++) w[j] = ({OUT})acc[j];
+        }} else {{
+            for (int64_t j = 0; j < m; j++) *({OUT} *)(ob + (j0 + j) * os) = ({OUT})acc[j];
+        }}
+    }}
+}}
+"""
+        return text
+
+    # ---- argmax/argmin: the first element equal to the group's extremum
+    def find_fn(self):
+        """SG_FN(find): the C-order index of the first element equal to ``best``
+        (or the first NaN when ``best`` is NaN, as NumPy's argmax), scanning
+        contiguous runs in vectorizable blocks of 64."""
+        T, ACC = self.T, self.ACC
+        hit = "(v == best) | ((v != v) & bn)"
+        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
+        e_one = self.elem({0: "q0[i]"}, "v")
+        e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
+        return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl,
+                                 {ACC} best) {{
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
+    const int64_t outer = pl->rsize / n;
+    const int bn = best != best;
+    int64_t idx[SG_MAXDIMS] = {{0}};
+    for (int64_t o = 0, flat = 0; o < outer; o++, flat += n) {{
+        const char *p0 = b[0];
+        for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
+        if (s0 == (int64_t)sizeof({T[0]})) {{
+            const {T[0]} *q0 = (const {T[0]} *)p0;
+            for (int64_t i0 = 0; i0 < n; i0 += 64) {{
+                const int64_t m = n - i0 < 64 ? n - i0 : 64;
+                int any = 0;
+                for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
+                if (!any) continue;
+                for (int64_t i = i0; i < i0 + m; i++) {{ {e_one} if ({hit}) return flat + i; }}
+            }}
+        }} else {{
+            for (int64_t i = 0; i < n; i++) {{ {e_str} if ({hit}) return flat + i; }}
+        }}
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+    return 0;
+}}
+"""
+
+    def run_fn(self):
+        red = ", ".join("1" if d in self.spec.axes else "0" for d in range(self.ndim)) or "0"
+        sort_r = 0 if self.arg else 1
+        if self.arg:
+            choose = "    const int cols = 0;"
+        else:
+            choose = ("    const int cols = pl.rsize != 0 && pl.kshape[pl.nk - 1] > 1 && "
+                      f"(pl.rsize == 1 || sg_red_key(pl.kstr[pl.nk - 1], {self.nin}) < "
+                      f"sg_red_key(pl.rstr[pl.nr - 1], {self.nin}));")
+        empty_fill = (f"        if (pl.rsize == 0) *({self.OUT} *)ob = ({self.OUT}){self.ident};\n"
+                      f"        else " if not self.arg else "        ")
+        cols_call = "" if self.arg else "if (cols) SG_FN(cols)(p, ob, &pl);\n        else "
+        store = ("*(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));" if self.arg
+                 else f"*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);")
+        return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    static const unsigned char red[] = {{{red}}};
+    int64_t shape[SG_MAXDIMS];
+    if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
+    sg_red_plan pl;
+    sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], {sort_r});
+    if (pl.ksize == 0) return 0;
+{choose}
+    const int nko = cols ? pl.nk - 1 : pl.nk;
+    int64_t count = 1;
+    for (int d = 0; d < nko; d++) count *= pl.kshape[d];
+    int64_t idx[SG_MAXDIMS] = {{0}};
+    for (int64_t o = 0; o < count; o++) {{
+        const char *p[{self.nin}];
+        for (int k = 0; k < {self.nin}; k++) p[k] = in[k].data;
+        char *ob = out[0].data;
+        for (int d = 0; d < nko; d++) {{
+            for (int k = 0; k < {self.nin}; k++) p[k] += idx[d] * pl.kstr[d][k];
+            ob += idx[d] * pl.ostr[d];
+        }}
+{empty_fill}{cols_call}{store}
+        for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl.kshape[d]) break; idx[d] = 0; }}
+    }}
+    return 0;
+}}
+"""
+
+    def source(self):
+        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
+                 self.group_fn() + (self.find_fn() if self.arg else self.cols_fn()),
+                 self.run_fn()]
+        return "\n".join(parts)
+
+    def header(self):
+        s = self.spec
+        return (f"/* {c_string(s.name, printf=True).replace('*/', '* /')}: {s.kind} over axes {s.axes}, "
+                f"accumulated in {s.acc_dtype} */\n")
+
+
+def reduce_kernel(spec):
+    """The CKernel for ``spec`` (a ReduceSpec), or None when it has no native code."""
+    dtypes = list(spec.in_dtypes) + [spec.acc_dtype, spec.out_dtype]
+    if not all(has_c_type(d) for d in dtypes) or len(spec.in_dtypes) > MAX_INPUTS:
+        return None
+    if spec.kind in ("argmax", "argmin") and len(spec.in_dtypes) != 1:
+        return None
+    from symgraph.config import config
+
+    openmp = bool(config.openmp)
+    if openmp:
+        from symgraph.backends.cpu.reduce.parallel import ParallelGen
+
+        source = ParallelGen(spec, int(config.openmp_elemwise_minsize)).source()
+    else:
+        source = _Gen(spec).source()
+    headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())
+    return CKernel(source=source, support=(SUPPORT_ENTRY,) + tuple(spec.support),
+                   headers=headers, version=VERSION, openmp=openmp, extra=dict(spec.extra))

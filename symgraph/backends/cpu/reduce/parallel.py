@@ -1,0 +1,333 @@
+"""C kernels for reductions on OpenMP threads: ``reduce_codegen``'s serial
+generator plus the functions that share the work out.
+
+With ``config.openmp`` a reduction kernel is marked ``openmp=True`` and, when
+the element-wise size is at least ``config.openmp_elemwise_minsize`` and more
+than one thread is available, shares its work out (the serial kernels, with
+the flag off, are unchanged):
+
+* many outputs: contiguous ranges of outputs per thread (path A), or of runs
+  of ``COL_UNIT`` columns (path B: cut so that every column keeps its place
+  in the vector loop), each computed as serially: the same bits;
+* few outputs with long groups (path A): the groups' blocks are computed by
+  the threads in contiguous ranges, in one parallel region, and the calling
+  thread folds each group's block results in block order, with the same
+  binary counter: the same bits as serially, for any thread count.
+  argmax/argmin then search ranges of the group on every thread and keep the
+  first hit;
+* path B with too few columns to share: the threads split the reduced rows
+  and their partial results are combined in thread order.  Max, min, all,
+  any and integer results are exact; float sums and products are
+  deterministic for a thread count and within the serial error bound.
+"""
+
+from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen
+
+__all__ = ["ParallelGen"]
+
+
+class ParallelGen(_Gen):
+    """The source of an OpenMP reduction kernel (``minpar``: the element-wise
+    size below which it runs serially)."""
+
+    def __init__(self, spec, minpar):
+        super().__init__(spec)
+        self.minpar = minpar
+
+    def source(self):
+        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
+                 self.group_fn(), self.blocks_fn(), self.fold_fn()]
+        parts += ([self.find_fn(), self.pfind_fn()] if self.arg else
+                  [self.ranged_cols_fn(), self.rows_fn()])
+        parts += [self.items_fn(), self.split_fn(), self.prun_fn()]
+        return "\n".join(parts)
+
+    def blocks_fn(self):
+        """SG_FN(blocks) (OpenMP kernels): the results of blocks [lo, hi) of a
+        group (blocks numbered in the serial order: rows of the reduced
+        dimensions, PAIR_BLOCK or PLAIN_BLOCK elements each) into ``res``."""
+        block = self._block_size()
+        head, ptrs, body, NANT, L = self._group_parts()
+        return f"""static void SG_FN(blocks)(const char *const *b, const sg_red_plan *pl,
+                             int64_t lo, int64_t hi, {self.ACC} *res) {{
+{head}    const int64_t nb = (n + {block} - 1) / {block};
+    int64_t idx[SG_MAXDIMS] = {{0}};
+    int64_t rest = lo / nb, start = lo % nb * {block}, blk = lo;
+    for (int d = nro - 1; d >= 0; d--) {{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }}
+    while (blk < hi) {{
+{ptrs}
+        for (int64_t i0 = start; i0 < n && blk < hi; i0 += {block}, blk++) {{
+{body}{self._nan_fix(L, NANT)}            res[blk - lo] = lane[0];
+        }}
+        start = 0;
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+}}
+"""
+
+    def fold_fn(self):
+        """SG_FN(fold) (OpenMP kernels): ``m`` block results folded in block
+        order, as the serial group folds them (the same binary counter for
+        pairwise sums): the same bits."""
+        acc_decl, push, finish = self._fold("res[j]")
+        return f"""static {self.ACC} SG_FN(fold)(const {self.ACC} *res, int64_t m) {{
+{acc_decl}
+    for (int64_t j = 0; j < m; j++) {{
+{push}
+    }}
+{finish}
+    return acc;
+}}
+"""
+
+    def ranged_cols_fn(self):
+        """SG_FN(cols) over columns [lo, hi) and reduced rows [r0, r1) only, into
+        ``part`` (accumulators) when it is not NULL, else into the output: the
+        serial path B text, edited."""
+        text = self.cols_fn()
+        ACC, OUT = self.ACC, self.OUT
+        edits = [
+            ("const sg_red_plan *pl) {",
+             f"const sg_red_plan *pl,\n                          int64_t lo, int64_t hi, "
+             f"int64_t r0, int64_t r1, {ACC} *part) {{"),
+            ("const int64_t n = pl->kshape[ki], os = pl->ostr[ki];",
+             "const int64_t os = pl->ostr[ki];"),
+            (f"for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{\n"
+             f"        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};",
+             f"for (int64_t j0 = lo; j0 < hi; j0 += {COL_CHUNK}) {{\n"
+             f"        const int64_t m = hi - j0 < {COL_CHUNK} ? hi - j0 : {COL_CHUNK};"),
+            ("        int64_t idx[SG_MAXDIMS] = {0};\n"
+             "        for (int64_t o = 0; o < pl->rsize; o++) {",
+             "        int64_t idx[SG_MAXDIMS] = {0}, rest = r0;\n"
+             "        for (int d = pl->nr - 1; d >= 0; d--) "
+             "{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }\n"
+             "        for (int64_t o = r0; o < r1; o++) {"),
+            (f"        if (os == (int64_t)sizeof({OUT})) {{",
+             f"        if (part) {{\n"
+             f"            for (int64_t j = 0; j < m; j++) part[j0 - lo + j] = acc[j];\n"
+             f"        }} else if (os == (int64_t)sizeof({OUT})) {{"),
+        ]
+        for old, new in edits:
+            assert old in text, old
+            text = text.replace(old, new)
+        return text
+
+    def pfind_fn(self):
+        """SG_FN(findr) and SG_FN(pfind) (OpenMP argmax/argmin): the threads
+        scan contiguous ranges of the group's C-order positions; a thread stops
+        once a thread before it has a hit; the smallest hit is the first."""
+        T, ACC = self.T, self.ACC
+        hit = "(v == best) | ((v != v) & bn)"
+        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
+        e_one = self.elem({0: "q0[i]"}, "v")
+        e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
+        stop = "__atomic_load_n(first, __ATOMIC_RELAXED) < lo"
+        return f"""static int64_t SG_FN(findr)(const char *const *b, const sg_red_plan *pl,
+                                  {ACC} best, int64_t lo, int64_t hi,
+                                  const int64_t *first) {{
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
+    const int bn = best != best;
+    int64_t idx[SG_MAXDIMS] = {{0}}, rest = lo / n;
+    for (int d = nro - 1; d >= 0; d--) {{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }}
+    for (int64_t flat = lo - lo % n; flat < hi; flat += n) {{
+        const char *p0 = b[0];
+        for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
+        const int64_t a = flat < lo ? lo - flat : 0, z = hi - flat < n ? hi - flat : n;
+        for (int64_t c0 = a; c0 < z; c0 += 4096) {{
+            const int64_t c1 = z - c0 < 4096 ? z : c0 + 4096;
+            if ({stop}) return -1;
+            if (s0 == (int64_t)sizeof({T[0]})) {{
+                const {T[0]} *q0 = (const {T[0]} *)p0;
+                for (int64_t i0 = c0; i0 < c1; i0 += 64) {{
+                    const int64_t m = c1 - i0 < 64 ? c1 - i0 : 64;
+                    int any = 0;
+                    for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
+                    if (!any) continue;
+                    for (int64_t i = i0; i < i0 + m; i++) {{ {e_one} if ({hit}) return flat + i; }}
+                }}
+            }} else {{
+                for (int64_t i = c0; i < c1; i++) {{ {e_str} if ({hit}) return flat + i; }}
+            }}
+        }}
+        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
+    }}
+    return -1;
+}}
+
+static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} best, int nt) {{
+    int64_t first = INT64_MAX;
+    #pragma omp parallel num_threads(nt)
+    {{
+        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t hit = SG_FN(findr)(b, pl, best, pl->rsize * t / nth,
+                                         pl->rsize * (t + 1) / nth, &first);
+        int64_t cur = __atomic_load_n(&first, __ATOMIC_RELAXED);
+        while (hit >= 0 && hit < cur &&
+               !__atomic_compare_exchange_n(&first, &cur, hit, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {{}}
+    }}
+    return first == INT64_MAX ? 0 : first;
+}}
+"""
+
+    def _pointers(self, indent, index):
+        """C declaring ``p`` (the inputs) and ``ob`` (the output) at kept
+        position ``idx`` (``index`` None) or at flat kept position ``index``."""
+        pad, nin = " " * indent, self.nin
+        lines = [f"const char *p[{nin}];",
+                 f"for (int k = 0; k < {nin}; k++) p[k] = in[k].data;",
+                 "char *ob = out[0].data;"]
+        if index is None:
+            lines += ["for (int d = 0; d < nko; d++) {",
+                      f"    for (int k = 0; k < {nin}; k++) p[k] += idx[d] * pl->kstr[d][k];",
+                      "    ob += idx[d] * pl->ostr[d];", "}"]
+        else:
+            lines += [f"for (int64_t d = nko - 1, rest = {index}; d >= 0; d--) {{",
+                      "    const int64_t i = rest % pl->kshape[d];",
+                      "    rest /= pl->kshape[d];",
+                      f"    for (int k = 0; k < {nin}; k++) p[k] += i * pl->kstr[d][k];",
+                      "    ob += i * pl->ostr[d];", "}"]
+        return "\n".join(pad + line for line in lines)
+
+    def items_fn(self):
+        """SG_FN(items) (OpenMP kernels): work items [lo, hi) of one thread:
+        outputs (path A, each group whole), or runs of COL_UNIT columns
+        of an output row (path B).  Each output is computed as serially."""
+        OUT = self.OUT
+        if self.arg:
+            work = ("        *(int64_t *)ob = SG_FN(find)(p, pl, SG_FN(group)(p, pl));\n"
+                    "        it++;\n"
+                    "        (void)c;")
+        else:
+            work = (f"            if (pl->rsize == 0) *({OUT} *)ob = ({OUT}){self.ident};\n"
+                    f"            else *({OUT} *)ob = ({OUT})SG_FN(group)(p, pl);\n"
+                    "            it++;")
+            work = f"""        if (cols) {{
+            const int64_t c1 = hi - it < per - c ? c + (hi - it) : per;
+            const int64_t n = pl->kshape[pl->nk - 1];
+            SG_FN(cols)(p, ob, pl, c * {COL_UNIT}, c1 * {COL_UNIT} < n ? c1 * {COL_UNIT} : n, 0,
+                        pl->rsize, NULL);
+            it += c1 - c;
+            c = 0;
+        }} else {{
+{work}
+        }}"""
+        return f"""static void SG_FN(items)(const sg_array *in, sg_array *out,
+                         const sg_red_plan *pl, int cols, int nko, int64_t per,
+                         int64_t lo, int64_t hi) {{
+    int64_t idx[SG_MAXDIMS] = {{0}}, rest = lo / per, c = lo % per;
+    for (int d = nko - 1; d >= 0; d--) {{ idx[d] = rest % pl->kshape[d]; rest /= pl->kshape[d]; }}
+    (void)cols;
+    for (int64_t it = lo; it < hi;) {{
+{self._pointers(8, None)}
+{work}
+        for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl->kshape[d]) break; idx[d] = 0; }}
+    }}
+}}
+"""
+
+    def split_fn(self):
+        """SG_FN(split) (OpenMP kernels, path A): few outputs with long groups.
+        One parallel region computes every block of every group, the threads
+        taking contiguous ranges of them; then each group's block results are
+        folded in order (SG_FN(fold)).  Without memory for the block results,
+        the serial loop."""
+        ACC, OUT, block = self.ACC, self.OUT, self._block_size()
+        if self.arg:
+            store = "*(int64_t *)ob = SG_FN(pfind)(p, pl, SG_FN(fold)(res + o * per, per), nt);"
+        else:
+            store = f"*({OUT} *)ob = ({OUT})SG_FN(fold)(res + o * per, per);"
+        return f"""static void SG_FN(split)(const sg_array *in, sg_array *out,
+                         const sg_red_plan *pl, int64_t count, int nt) {{
+    const int nko = pl->nk;
+    const int64_t n = pl->rshape[pl->nr - 1];
+    const int64_t per = pl->rsize / n * ((n + {block} - 1) / {block}), total = count * per;
+    {ACC} *res = malloc(sizeof({ACC}) * (size_t)total);
+    if (!res) {{
+        SG_FN(items)(in, out, pl, 0, nko, 1, 0, count);
+        return;
+    }}
+    #pragma omp parallel num_threads(nt)
+    {{
+        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t hi = total * (t + 1) / nth;
+        for (int64_t lo = total * t / nth; lo < hi;) {{
+            const int64_t o = lo / per, end = (o + 1) * per < hi ? (o + 1) * per : hi;
+{self._pointers(12, "o")}
+            (void)ob;
+            SG_FN(blocks)(p, pl, lo - o * per, end - o * per, res + lo);
+            lo = end;
+        }}
+    }}
+    for (int64_t o = 0; o < count; o++) {{
+{self._pointers(8, "o")}
+        {store}
+    }}
+    free(res);
+}}
+
+"""
+
+    def rows_fn(self):
+        """SG_FN(rows) (OpenMP kernels, path B): one output row of few columns;
+        the threads split the reduced rows and their partial results are
+        combined in thread order (deterministic for a thread count).  Returns
+        nonzero when it cannot allocate the partials."""
+        ACC, OUT = self.ACC, self.OUT
+        return f"""static int SG_FN(rows)(const sg_array *in, sg_array *out,
+                        const sg_red_plan *pl, int nt) {{
+    const int64_t n = pl->kshape[pl->nk - 1], os = pl->ostr[pl->nk - 1];
+    {ACC} *part = malloc(sizeof({ACC}) * (size_t)(n * nt));
+    if (!part) return 1;
+    const char *p[{self.nin}];
+    for (int k = 0; k < {self.nin}; k++) p[k] = in[k].data;
+    int used = 1;
+    #pragma omp parallel num_threads(nt)
+    {{
+        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
+        if (t == 0) used = (int)nth;
+        SG_FN(cols)(p, out[0].data, pl, 0, n, pl->rsize * t / nth, pl->rsize * (t + 1) / nth,
+                    part + t * n);
+    }}
+    for (int64_t j = 0; j < n; j++) {{
+        {ACC} a = part[j];
+        for (int t = 1; t < used; t++) {{
+            const {ACC} q = part[t * n + j];
+            a = {self.comb('a', 'q')};
+        }}
+        *({OUT} *)(out[0].data + j * os) = ({OUT})a;
+    }}
+    free(part);
+    return 0;
+}}
+"""
+
+    def prun_fn(self):
+        """SG_FN(run) of an OpenMP kernel: serial below the size threshold or
+        with one thread; else outputs (or column runs) shared out when there
+        are many, each group split when there are few."""
+        head = self.run_fn().split("    int64_t idx[SG_MAXDIMS] = {0};\n")[0]
+        rows = ("" if self.arg else
+                "    if (cols && count == 1 && items < nt && !SG_FN(rows)(in, out, &pl, nt)) "
+                "return 0;\n")
+        u = COL_UNIT
+        return f"""{head}    const int64_t per = cols ? (pl.kshape[pl.nk - 1] + {u} - 1) / {u} : 1;
+    const int64_t items = count * per;
+    const int nt = omp_get_max_threads();
+    if (nt < 2 || pl.rsize == 0 || pl.ksize * pl.rsize < {self.minpar}) {{
+        SG_FN(items)(in, out, &pl, cols, nko, per, 0, items);
+        return 0;
+    }}
+    if (!cols && count < 4 * nt) {{
+        SG_FN(split)(in, out, &pl, count, nt);
+        return 0;
+    }}
+{rows}    #pragma omp parallel num_threads(nt)
+    {{
+        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
+        SG_FN(items)(in, out, &pl, cols, nko, per, items * t / nth, items * (t + 1) / nth);
+    }}
+    return 0;
+}}
+"""

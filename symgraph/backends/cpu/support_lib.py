@@ -1,0 +1,338 @@
+"""The shared support library: helper code that kernels call instead of carrying it.
+
+Every kernel library used to compile its own copy of the helpers its kernels
+share (the element-wise loop driver, the reduction planner, the BLAS
+wrappers, the softmax rows): about half of the C of a training step, compiled
+again in every library.  These helpers are compiled once instead, into one
+shared library (``sg_support.c``), and kernels call them
+through a table of function pointers:
+
+* ``support/sg_support.h`` declares the helpers' types and macros and
+  the table ``sg_support_table``; outside the library (kernel code) every
+  helper name is a macro reading the table: ``sg_ew_loop(...)`` is
+  ``(sg_sup->sg_ew_loop)(...)``.
+* A kernel using them lists :data:`SUPPORT_ENTRY` in its support code: it
+  includes the header and defines the library's ``sg_sup`` pointer, which the
+  linker sets after loading (:func:`bind_library`).
+* The hot loops stay in the kernels: an element-wise kernel keeps its
+  element loop (the driver calls it through a pointer, as before), a
+  reduction its fused body and its loops; only the per-call planning and the
+  per-dtype helpers moved.
+
+Both files are generated from the helpers' C text in the codegen modules
+(:func:`generate`), so that there is one source of truth, and never checked
+in: ``setup.py`` writes them into its build folder, and a process that
+compiles kernels writes them once into the compile cache
+(:func:`generated_dir`, a folder named by their hash, added to every
+compiler command's include path).
+
+The library is built at install time (``setup.py``: the extension
+``symgraph._support``, beside ``symgraph._runtime``) and loaded with ctypes.
+Where it is missing, or was built from other sources or for another CPU
+(``-march=native``), it is compiled once into the compile cache instead,
+like the runtime (``runtime.py``).
+"""
+
+import ctypes
+import functools
+import hashlib
+import os
+import importlib.util
+import logging
+import re
+import threading
+from pathlib import Path
+
+__all__ = ["SUPPORT_ENTRY", "generate", "write_files", "generated_dir", "support_source_hash",
+           "load_support", "support_table_address", "bind_library", "shared_units",
+           "Unit", "split_unit"]
+
+#: Bump when the table layout or the way the library is built changes.
+SUPPORT_VERSION = 1
+HEADER_NAME, SOURCE_NAME = "sg_support.h", "sg_support.c"
+#: The support entry of a kernel calling the shared helpers.
+SUPPORT_ENTRY = ("sg_support_table_v1", '#include "support/sg_support.h"\n'
+                 "/* Set by the linker after loading (support_lib.bind_library). */\n"
+                 '__attribute__((visibility("default"))) const sg_support_table *sg_sup = 0;\n')
+_log = logging.getLogger("symgraph.compile.support")
+
+
+class Unit:
+    """One block of helper code: ``decls`` (types, macros: both sides) and
+    ``defs`` (static function definitions: the library only), and the
+    functions of ``defs`` as (name, return type, parameters)."""
+
+    def __init__(self, key, decls, defs, functions):
+        self.key, self.decls, self.defs, self.functions = key, decls, defs, functions
+
+
+# A function definition at the start of a line: static [inline] TYPE NAME(PARAMS) {
+_FUNCTION = re.compile(r"^static\s+(?:inline\s+)?([A-Za-z_][\w \*]*?)\s*\b(sg_\w+)\(", re.M)
+
+
+_GLOBAL = '__attribute__((visibility("default")))'
+
+
+def _end_of_block(text, start, open_="{", close="}"):
+    """The index after the ``close`` matching the ``open_`` at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_:
+            depth += 1
+        elif text[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(f"unbalanced {open_}{close} in support code")
+
+
+def split_unit(key, code):
+    """A Unit from a support entry's C text: its static function definitions
+    go to the library, everything else (types, macros, comments) to the header."""
+    decls, defs, functions = [], [], []
+    pos = 0
+    for match in _FUNCTION.finditer(code):
+        if match.start() < pos:
+            continue            # a match inside a function already taken
+        params_end = _end_of_block(code, match.end() - 1, "(", ")")
+        body = re.compile(r"\s*\{").match(code, params_end)
+        if body is None:
+            continue            # a prototype, not a definition
+        end = _end_of_block(code, body.end() - 1)
+        # the comment right before a function stays with it
+        head = code[pos:match.start()]
+        comment = head.rfind("/*")
+        if comment >= 0 and head[comment:].rstrip().endswith("*/") and \
+                head[:comment].endswith("\n"):
+            decls.append(head[:comment])
+            defs.append(head[comment:] + code[match.start():end])
+        else:
+            decls.append(head)
+            defs.append(code[match.start():end])
+        ret, name = match.group(1).strip(), match.group(2)
+        params = code[match.end():params_end - 1]
+        functions.append((name, ret, " ".join(params.split())))
+        pos = end
+    decls.append(code[pos:])
+    # global variables (the BLAS pointers the helpers call) live in the library
+    lines = "".join(decls).split("\n")
+    defs = [line for line in lines if line.startswith(_GLOBAL)] + defs
+    decls = [line + "\n" for line in lines if not line.startswith(_GLOBAL)]
+    return Unit(key, "".join(decls).strip() + "\n", "\n".join(d.strip() for d in defs) + "\n",
+                functions)
+
+
+def shared_units():
+    """The Units of the library, in order (a unit may use the ones before it)."""
+    from symgraph.backends.cpu.blas import support as blas_support
+    from symgraph.backends.cpu.nnet import softmax as softmax_codegen
+    from symgraph.backends.cpu.reduce import plan as reduce_plan
+    from symgraph.backends.cpu.elemwise.loop import EW_SUPPORT
+
+    units = [split_unit(*EW_SUPPORT),
+             split_unit(reduce_plan.SUPPORT_KEY, reduce_plan.SUPPORT),
+             split_unit(*blas_support.common_text())]
+    for T in ("float", "double"):
+        units.append(split_unit(*blas_support.typed_text(T)))
+    for suffix in ("f32", "f64"):
+        units.append(split_unit(*softmax_codegen.core_text(suffix)))
+    for dtype in ("float16", "float32", "float64"):
+        units.append(split_unit(*softmax_codegen.driver_text(dtype)))
+    return units
+
+
+_BANNER = "/* GENERATED by symgraph/backends/cpu/support_lib.py from the codegen modules'\n" \
+          " * support code: do not edit (python -m symgraph.backends.cpu.support_lib). */\n"
+
+
+def generate():
+    """(header text, source text) of the library."""
+    from symgraph.backends.cpu.elemwise.loop import _mvec_code
+
+    units = shared_units()
+    functions = [f for unit in units for f in unit.functions]
+    header = [_BANNER, "#ifndef SG_SUPPORT_H", "#define SG_SUPPORT_H", "",
+              '#include "sg_kernel.h"', "#include <math.h>", "#include <stdlib.h>", ""]
+    for unit in units:
+        header += [f"/* ==== {unit.key} ==== */", unit.decls]
+    header.append("/* The library's functions, by name (support_lib.py). */")
+    header.append("typedef struct {")
+    header += [f"    {ret} (*{name})({params});" for name, ret, params in functions]
+    header.append("} sg_support_table;\n")
+    header.append("#ifndef SG_SUPPORT_IMPL")
+    header.append("extern const sg_support_table *sg_sup;")
+    header += [f"#define {name} (sg_sup->{name})" for name, _, _ in functions]
+    header.append("#endif\n\n#endif")
+    source = [_BANNER, "#define SG_SUPPORT_IMPL",
+              # the softmax rows call exp and log: their SIMD versions
+              _mvec_code(("exp", "log")),
+              f'#include "{HEADER_NAME}"', ""]
+    for unit in units:
+        source += [f"/* ==== {unit.key} ==== */", unit.defs]
+    source.append("#ifndef SG_SUPPORT_SOURCE_HASH\n#define SG_SUPPORT_SOURCE_HASH \"\"\n#endif")
+    source.append("/* What the library was built from (support_lib.load_support checks it). */")
+    source.append('__attribute__((visibility("default"))) const char sg_support_build[] = '
+                  "SG_SUPPORT_SOURCE_HASH;")
+    source.append('__attribute__((visibility("default"))) const sg_support_table sg_support = {')
+    source += [f"    {name}," for name, _, _ in functions]
+    source.append("};")
+    return "\n".join(header) + "\n", "\n".join(source) + "\n"
+
+
+def write_files(folder, cache=None):
+    """Write the generated header and source into ``folder``/support (each file
+    through a temporary name and a rename: concurrent writers are safe).
+
+    With ``cache`` (a ModuleCache holding ``folder``), the folders and files are
+    private and checked: they are compiled into every kernel, so a file that
+    another user could write there would be code injection."""
+    header, source = generate()
+    target = Path(folder) / "support"
+    if cache is None:
+        target.mkdir(parents=True, exist_ok=True)
+    else:
+        # imported here: setup.py loads this module by path, with the standard
+        # library only
+        from symgraph.backends.native.cache import write_private_atomic
+
+        target = cache.private_folder(*target.relative_to(cache.root).parts)
+    for name, text in ((HEADER_NAME, header), (SOURCE_NAME, source)):
+        path = target / name
+        if cache is not None:
+            if cache.check_private_file(path) and path.read_text(encoding="utf-8") == text:
+                continue
+            write_private_atomic(path, text)
+            continue
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        tmp = path.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return target
+
+
+@functools.lru_cache(maxsize=1)
+def _generated():
+    return generate()
+
+
+def _c_src():
+    # imported here: setup.py loads this module by path, with the standard library only
+    from symgraph.backends.native.c_sources import C_SRC
+
+    return C_SRC
+
+
+def support_source_hash():
+    """sha256 of the library's sources (the generated header and source, and
+    sg_kernel.h), as embedded in a build (setup.py computes the same)."""
+    header, source = _generated()
+    digest = hashlib.sha256()
+    for name, text in ((HEADER_NAME, header.encode()), (SOURCE_NAME, source.encode()),
+                       ("sg_kernel.h", (_c_src() / "sg_kernel.h").read_bytes())):
+        digest.update(name.encode() + b"\0" + text + b"\0")
+    return digest.hexdigest()
+
+
+_DIRS = {}
+
+
+def generated_dir():
+    """The compile-cache folder holding ``support/sg_support.h`` (and .c) for the
+    current sources, written on first use; kernels find the header there."""
+    from symgraph.backends.native.cache import get_cache
+
+    cache = get_cache()
+    key = (str(cache.root), support_source_hash())
+    if key not in _DIRS:
+        folder = cache.private_folder("generated", key[1][:24])
+        write_files(folder, cache=cache)
+        _DIRS[key] = folder
+    return _DIRS[key]
+
+
+def build_id(source_hash, cpu):
+    """The string a build embeds: its sources' hash and the CPU it targets
+    (the library is compiled with -march=native)."""
+    return f"v{SUPPORT_VERSION} {source_hash} {hashlib.sha256(cpu.encode()).hexdigest()[:16]}"
+
+
+_LOCK = threading.Lock()
+_LIBRARY = None
+
+
+def _installed():
+    """The library built at install time, or None (missing, stale, other CPU)."""
+    from symgraph.backends.cpu.compiler import cpu_signature
+
+    spec = importlib.util.find_spec("symgraph._support")
+    if spec is None or not spec.origin:
+        _log.debug("no installed support library: building it in the compile cache")
+        return None
+    try:
+        lib = ctypes.CDLL(spec.origin)
+        built = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
+        built = built.value.decode()
+    except (OSError, ValueError) as exc:
+        _log.info("the installed support library %s cannot be loaded (%s)", spec.origin, exc)
+        return None
+    if built != build_id(support_source_hash(), cpu_signature()):
+        _log.info("the installed support library %s was built from other sources or for "
+                  "another CPU; building the current one in the compile cache (reinstall "
+                  "with pip install -e . to avoid this)", spec.origin)
+        return None
+    return lib
+
+
+def _cached():
+    """The library compiled through the compile cache (built on first use)."""
+    from symgraph.backends.native.cache import environment_parts, get_cache, make_key
+    from symgraph.backends.cpu.compiler import compile_library, cpu_signature
+
+    source_hash = support_source_hash()
+    source = _generated()[1]
+    key = make_key(support=source_hash, version=str(SUPPORT_VERSION), **environment_parts())
+    ident = build_id(source_hash, cpu_signature())
+
+    def build(tmp_dir):
+        text = f'#define SG_SUPPORT_SOURCE_HASH "{ident}"\n#line 1 "{SOURCE_NAME}"\n' + source
+        compile_library(text, tmp_dir / "lib.so", include_dirs=(generated_dir() / "support",))
+
+    return get_cache().load(key, build, what="the shared support library")
+
+
+def load_support():
+    """The support library (a ctypes.CDLL): the installed one when it is
+    current, else the one built (once) in the compile cache."""
+    global _LIBRARY
+    with _LOCK:
+        if _LIBRARY is None:
+            _LIBRARY = _installed() or _cached()
+        return _LIBRARY
+
+
+def support_table_address():
+    """The address of the library's ``sg_support_table``."""
+    return ctypes.addressof(ctypes.c_char.in_dll(load_support(), "sg_support"))
+
+
+def bind_library(lib):
+    """Point a kernel library's ``sg_sup`` at the table, where it has one."""
+    try:
+        cell = ctypes.c_void_p.in_dll(lib, "sg_sup")
+    except ValueError:
+        return
+    if not cell.value:
+        cell.value = support_table_address()
+
+
+def set_support_symbol(name, address_fn):
+    """Set the library's global pointer ``name`` (a BLAS routine the helpers
+    call) when it has one and it is not set yet; False when it has none."""
+    try:
+        cell = ctypes.c_void_p.in_dll(load_support(), name)
+    except ValueError:
+        return False
+    if not cell.value:
+        cell.value = address_fn()
+    return True
