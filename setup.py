@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 #: The files the runtime is compiled from: their hash is embedded in the build.
-RUNTIME_SOURCES = ("runtime.c", "sg_kernel.h")
+RUNTIME_SOURCES = ("runtime.c", "sg_kernel.h", "sg_allocator.h")
 
 
 def runtime_source_hash(c_src=ROOT / "c_src"):

@@ -18,11 +18,12 @@
 #include <numpy/arrayobject.h>
 
 #include "sg_kernel.h"
+#include "sg_allocator.h"
 #include <time.h>
 
 /* The module's name: "symgraph._runtime" when setup.py builds it into the
  * package at install time (-DSG_RUNTIME_PACKAGED), "symgraph_runtime" when
- * symgraph/compile/native/runtime.py builds it through the compile cache.
+ * symgraph/backends/native/runtime.py builds it through the compile cache.
  * SG_RUNTIME_SOURCE_HASH (set by setup.py) lets the loader see that an
  * installed build is older than this file. */
 #ifdef SG_RUNTIME_PACKAGED
@@ -54,6 +55,7 @@ typedef struct {
     int *out_typenums, *out_ndims, *alias;
     sg_array *in_desc, *out_desc;
     int64_t *shapes;
+    const sg_allocator *alloc;  /* makes and views its outputs (0: host memory) */
 } Step;
 
 typedef struct {
@@ -97,16 +99,87 @@ static PyObject *InputMismatch;   /* raised with the input's position: Python ex
 
 static int *int_array(PyObject *tuple, int *n_out);
 
-static void describe(PyArrayObject *a, sg_array *d) {
+/* -- the host allocator (NumPy arrays), allocator 0 ------------------------- */
+
+static int host_describe(void *ctx, PyObject *v, sg_array *d) {
+    (void)ctx;
+    if (!PyArray_Check(v)) return 0;
+    PyArrayObject *a = (PyArrayObject *)v;
     d->data = PyArray_BYTES(a);
     d->ndim = PyArray_NDIM(a);
     for (int i = 0; i < d->ndim; i++) {
         d->shape[i] = PyArray_DIMS(a)[i];
         d->strides[i] = PyArray_STRIDES(a)[i];
     }
+    return 1;
 }
 
-/* A reusable slot keeps its array for the next call only when the runtime
+static PyObject *host_empty(void *ctx, int typenum, int ndim, const int64_t *shape) {
+    (void)ctx;
+    npy_intp dims[SG_MAXDIMS];
+    for (int d = 0; d < ndim; d++) dims[d] = (npy_intp)shape[d];
+    return PyArray_SimpleNew(ndim, dims, typenum);
+}
+
+static int host_fits(void *ctx, PyObject *old, int typenum, int ndim, const int64_t *shape) {
+    (void)ctx;
+    if (!PyArray_CheckExact(old)) return 0;
+    PyArrayObject *a = (PyArrayObject *)old;
+    if (PyArray_TYPE(a) != typenum || PyArray_NDIM(a) != ndim || PyArray_BASE(a) != NULL ||
+        !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+        return 0;
+    for (int d = 0; d < ndim; d++)
+        if (PyArray_DIMS(a)[d] != (npy_intp)shape[d]) return 0;
+    return 1;
+}
+
+static PyObject *host_view(void *ctx, PyObject *base_obj, const sg_array *d, int typenum) {
+    (void)ctx;
+    if (!PyArray_Check(base_obj)) {
+        PyErr_SetString(PyExc_TypeError, "a host view's base is not a NumPy array");
+        return NULL;
+    }
+    PyArrayObject *base = (PyArrayObject *)base_obj;
+    npy_intp dims[SG_MAXDIMS], strides[SG_MAXDIMS];
+    for (int i = 0; i < d->ndim; i++) { dims[i] = d->shape[i]; strides[i] = d->strides[i]; }
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    int flags = PyArray_ISWRITEABLE(base) ? NPY_ARRAY_WRITEABLE : 0;
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, d->ndim, dims, strides,
+                                          d->data, flags, NULL);
+    if (view == NULL) return NULL;
+    Py_INCREF(base);
+    if (PyArray_SetBaseObject((PyArrayObject *)view, (PyObject *)base) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    PyArray_UpdateFlags((PyArrayObject *)view, NPY_ARRAY_UPDATE_ALL);
+    return view;
+}
+
+static const sg_allocator host_allocator = {
+    SG_ALLOCATOR_ABI, "host", NULL, host_empty, host_describe, host_fits, host_view,
+};
+
+/* Allocators by number: 0 is the host's; backends add theirs (register_allocator).
+ * Few backends exist, and a registered allocator lives as long as the process. */
+#define SG_MAX_ALLOCATORS 16
+static const sg_allocator *allocators[SG_MAX_ALLOCATORS] = {&host_allocator};
+static PyObject *allocator_capsules[SG_MAX_ALLOCATORS];
+static int n_allocators = 1;
+
+/* Describe any buffer: NumPy arrays are the host's, anything else is asked of
+ * the registered allocators in turn. */
+static int describe(PyObject *v, sg_array *d, int position) {
+    for (int i = 0; i < n_allocators; i++) {
+        int rc = allocators[i]->describe(allocators[i]->ctx, v, d);
+        if (rc != 0) return rc < 0 ? -1 : 0;
+    }
+    PyErr_Format(PyExc_TypeError, "native kernel input %d is a %.100s, which no allocator "
+                 "knows", position, Py_TYPE(v)->tp_name);
+    return -1;
+}
+
+/* A reusable slot keeps its buffer for the next call only when the runtime
  * allocated it: a view (a "view or copy" step's, on some calls) would keep
  * its base, perhaps the caller's input, alive, and is never reused anyway. */
 static int keeps_buffer(PyObject *v) {
@@ -135,61 +208,34 @@ static int raise_kernel_error(sg_error *err) {
     return -1;
 }
 
-/* An output buffer: last call's when it has the shape and nobody else holds it. */
-static PyArrayObject *output_buffer(Program *p, int slot, int typenum, int ndim,
-                                    const int64_t *shape) {
+/* An output buffer: last call's when it fits and nobody else holds it. */
+static PyObject *output_buffer(Program *p, const sg_allocator *alloc, int slot, int typenum,
+                               int ndim, const int64_t *shape) {
     PyObject *old = p->slots[slot];
-    npy_intp dims[SG_MAXDIMS];
-    for (int d = 0; d < ndim; d++) dims[d] = (npy_intp)shape[d];
-    if (old != NULL && Py_REFCNT(old) == 1 && PyArray_CheckExact(old)) {
-        PyArrayObject *a = (PyArrayObject *)old;
-        if (PyArray_TYPE(a) == typenum && PyArray_NDIM(a) == ndim &&
-            PyArray_BASE(a) == NULL && PyArray_IS_C_CONTIGUOUS(a) &&
-            PyArray_ISWRITEABLE(a)) {
-            int same = 1;
-            for (int d = 0; d < ndim; d++) same &= PyArray_DIMS(a)[d] == dims[d];
-            if (same) return a;
-        }
-    }
-    PyArrayObject *fresh = (PyArrayObject *)PyArray_SimpleNew(ndim, dims, typenum);
+    if (old != NULL && Py_REFCNT(old) == 1 && alloc->fits(alloc->ctx, old, typenum, ndim, shape))
+        return old;
+    PyObject *fresh = alloc->empty(alloc->ctx, typenum, ndim, shape);
     if (fresh == NULL) return NULL;
-    Py_XSETREF(p->slots[slot], (PyObject *)fresh);
+    Py_XSETREF(p->slots[slot], fresh);
     return fresh;
-}
-
-static PyObject *wrap_view(PyArrayObject *base, sg_array *d, int typenum) {
-    npy_intp dims[SG_MAXDIMS], strides[SG_MAXDIMS];
-    for (int i = 0; i < d->ndim; i++) { dims[i] = d->shape[i]; strides[i] = d->strides[i]; }
-    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
-    int flags = PyArray_ISWRITEABLE(base) ? NPY_ARRAY_WRITEABLE : 0;
-    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, d->ndim, dims, strides,
-                                          d->data, flags, NULL);
-    if (view == NULL) return NULL;
-    Py_INCREF(base);
-    if (PyArray_SetBaseObject((PyArrayObject *)view, (PyObject *)base) < 0) {
-        Py_DECREF(view);
-        return NULL;
-    }
-    PyArray_UpdateFlags((PyArrayObject *)view, NPY_ARRAY_UPDATE_ALL);
-    return view;
 }
 
 /* The step's outputs in buffers of the shapes in s->shapes (compute steps). */
 static int allocate_outputs(Program *p, Step *s) {
     for (int k = 0; k < s->n_out; k++) {
-        PyArrayObject *out = output_buffer(p, s->out_slots[k], s->out_typenums[k],
-                                           s->out_ndims[k], s->shapes + k * SG_MAXDIMS);
-        if (out == NULL) return -1;
-        describe(out, &s->out_desc[k]);
+        PyObject *out = output_buffer(p, s->alloc, s->out_slots[k], s->out_typenums[k],
+                                      s->out_ndims[k], s->shapes + k * SG_MAXDIMS);
+        if (out == NULL || describe(out, &s->out_desc[k], k) < 0) return -1;
     }
     return 0;
 }
 
-/* The step's outputs as NumPy views of their base inputs, as the kernel described. */
+/* The step's outputs as views of their base inputs, as the kernel described. */
 static int wrap_outputs(Program *p, Step *s) {
     for (int k = 0; k < s->n_out; k++) {
-        PyArrayObject *base = (PyArrayObject *)p->slots[s->in_slots[s->alias[k]]];
-        PyObject *view = wrap_view(base, &s->out_desc[k], s->out_typenums[k]);
+        PyObject *base = p->slots[s->in_slots[s->alias[k]]];
+        PyObject *view = s->alloc->view(s->alloc->ctx, base, &s->out_desc[k],
+                                        s->out_typenums[k]);
         if (view == NULL) return -1;
         Py_XSETREF(p->slots[s->out_slots[k]], view);
     }
@@ -229,11 +275,11 @@ static int run_native(Program *p, Step *s) {
     sg_error err = {0, {0}};
     for (int i = 0; i < s->n_in; i++) {
         PyObject *v = p->slots[s->in_slots[i]];
-        if (v == NULL || !PyArray_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "native kernel input %d is not an array", i);
+        if (v == NULL) {
+            PyErr_Format(PyExc_TypeError, "native kernel input %d has no value", i);
             return -1;
         }
-        describe((PyArrayObject *)v, &s->in_desc[i]);
+        if (describe(v, &s->in_desc[i], i) < 0) return -1;
     }
     if (s->kind == SG_COMPUTE) {
         if (s->shape(s->in_desc, s->shapes, &err)) return raise_kernel_error(&err);
@@ -248,7 +294,7 @@ static int run_native(Program *p, Step *s) {
             PyObject *target = p->slots[s->in_slots[s->alias[k]]];
             Py_INCREF(target);
             Py_XSETREF(p->slots[s->out_slots[k]], target);
-            describe((PyArrayObject *)target, &s->out_desc[k]);
+            if (describe(target, &s->out_desc[k], s->alias[k]) < 0) return -1;
         }
     }
     if (s->run(s->in_desc, s->out_desc, &err)) return raise_kernel_error(&err);
@@ -573,10 +619,16 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
         return 0;
     }
     unsigned long long run_ptr, shape_ptr, view_ptr = 0;
+    int alloc = 0;
     PyObject *ins, *outs, *typenums, *ndims, *alias;
-    if (!PyArg_ParseTuple(spec, "iKKiOOOOO|K", &n, &run_ptr, &shape_ptr, &s->kind, &ins, &outs,
-                          &typenums, &ndims, &alias, &view_ptr))
+    if (!PyArg_ParseTuple(spec, "iKKiOOOOO|Ki", &n, &run_ptr, &shape_ptr, &s->kind, &ins, &outs,
+                          &typenums, &ndims, &alias, &view_ptr, &alloc))
         return -1;
+    if (alloc < 0 || alloc >= n_allocators) {
+        PyErr_Format(PyExc_ValueError, "no allocator number %d (register_allocator)", alloc);
+        return -1;
+    }
+    s->alloc = allocators[alloc];
     s->run = (sg_run_fn)(uintptr_t)run_ptr;
     s->shape = (sg_shape_fn)(uintptr_t)shape_ptr;
     s->view = (sg_view_fn)(uintptr_t)view_ptr;
@@ -610,7 +662,8 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
 /* Program(n_slots, inputs, steps, outputs)
  *   inputs:  ((slot, typenum, ndim, static_shape), ...)
  *   steps:   native (0, run_ptr, shape_ptr, kind, in_slots, out_slots, typenums, ndims, alias
- *                    [, view_ptr])   (view_ptr: SG_VIEW_OR_COPY kernels)
+ *                    [, view_ptr[, allocator]])   (view_ptr: SG_VIEW_OR_COPY kernels;
+ *                    allocator: of the outputs, a register_allocator number, 0: host)
  *            python (1, callable, in_slots, out_slots)
  *   outputs: (slot, ...)
  */
@@ -689,9 +742,46 @@ static PyTypeObject ProgramType = {
     .tp_getset = Program_getset,
 };
 
+/* register_allocator(capsule) -> number: the steps of a backend name it. */
+static PyObject *register_allocator(PyObject *module, PyObject *capsule) {
+    (void)module;
+    const sg_allocator *alloc = PyCapsule_GetPointer(capsule, SG_ALLOCATOR_CAPSULE);
+    if (alloc == NULL) return NULL;
+    if (alloc->abi != SG_ALLOCATOR_ABI || !alloc->empty || !alloc->describe || !alloc->fits ||
+        !alloc->view) {
+        PyErr_Format(PyExc_ValueError, "allocator %.100s: ABI %d or a missing function (this "
+                     "runtime takes ABI %d with every function)", alloc->name ? alloc->name : "?",
+                     alloc->abi, SG_ALLOCATOR_ABI);
+        return NULL;
+    }
+    for (int i = 0; i < n_allocators; i++)
+        if (allocators[i] == alloc) return PyLong_FromLong(i);
+    if (n_allocators == SG_MAX_ALLOCATORS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many allocators registered");
+        return NULL;
+    }
+    Py_INCREF(capsule);   /* the capsule's owner keeps the struct alive: keep the owner */
+    allocator_capsules[n_allocators] = capsule;
+    allocators[n_allocators] = alloc;
+    return PyLong_FromLong(n_allocators++);
+}
+
+static PyObject *host_allocator_capsule(PyObject *module, PyObject *unused) {
+    (void)module; (void)unused;
+    return PyCapsule_New((void *)&host_allocator, SG_ALLOCATOR_CAPSULE, NULL);
+}
+
+static PyMethodDef runtime_functions[] = {
+    {"register_allocator", (PyCFunction)register_allocator, METH_O,
+     "register_allocator(capsule) -> number: an allocator (sg_allocator.h) for steps."},
+    {"host_allocator", (PyCFunction)host_allocator_capsule, METH_NOARGS,
+     "host_allocator() -> capsule: the runtime's own allocator (NumPy arrays)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef runtime_module = {
     PyModuleDef_HEAD_INIT, SG_RUNTIME_NAME,
-    "symgraph's native runtime (see c_src/runtime.c).", -1, NULL,
+    "symgraph's native runtime (see c_src/runtime.c).", -1, runtime_functions,
 };
 
 PyMODINIT_FUNC SG_RUNTIME_INIT(void) {

@@ -50,7 +50,7 @@ add_flag("compile_no_compile", "Make any compilation an error (proves a warm cac
          BoolParam(False))
 # Not in the key by its text: the compiler's signature (its resolved path and
 # version) is, so a cache filled with g++ on PATH still serves a process that
-# finds no compiler (cache_keys.compiler_identity).
+# finds no compiler (cpu.backend.compiler_identity).
 add_flag("cxx", "C++ compiler command; empty means no C code (Python only).",
          StrParam(lambda: shutil.which("g++") or ""))
 add_flag("gcc.cxxflags", "Extra flags passed to the C++ compiler.", StrParam(""), in_c_key=True)

@@ -434,7 +434,7 @@ def test_c_key_covers_codegen_flags_only():
     for name in ("floatX", "gcc.cxxflags", "openmp", "device", "nvcc.flags",
                  "dnn.enabled", "dnn.conv.algo_fwd", "dnn.conv.algo_bwd_data"):
         assert name in key
-    # cxx by its signature (path and version: cache_keys.compiler_identity), not its text
+    # cxx by its signature (path and version: cpu.backend.compiler_identity), not its text
     for name in ("compiledir", "profile", "mode", "optimizer_verbose", "cxx"):
         assert name not in key
     assert cfg.c_key() == fresh().c_key()  # stable

@@ -33,7 +33,7 @@ from symgraph.compile.io import In, Out
 from symgraph.compile.mode import DebugMode, NanGuardMode, get_mode
 # The native CPU backend registers its lowerings and fusion support on import:
 # the rewrites that run before any kernel is built ask it what can be fused.
-from symgraph.backends.cpu import lowerings as _cpu_backend  # noqa: F401
+from symgraph.backends.cpu import backend as _cpu_backend  # noqa: F401  (registers it)
 from symgraph.compile.shared import SharedVariable
 from symgraph.compile.debug_checks import check_steps, debug_check
 from symgraph.compile.nan_guard import nan_guard_check

@@ -23,7 +23,7 @@ nodes are fused: int overflow wraps where it wrapped, float32 stays float32.
 
 import numpy as np
 
-from symgraph.ops.scalar import ScalarOp, c_ctype, c_lit
+from symgraph.ops.scalar import ScalarOp
 
 __all__ = ["Composite", "composite_from_nodes"]
 
@@ -139,76 +139,6 @@ class Composite(ScalarOp):
         raise TypeError(f"{self} has no gradient: Composite ops are made by element-wise "
                         f"fusion, which runs after gradients are built; take the gradient "
                         f"of the unfused graph")
-
-    # -- C -------------------------------------------------------------------------
-
-    def c_input_dtypes(self, *dtypes):
-        # Each member converts its own inputs; the composite takes them as they are.
-        return [str(d) for d in dtypes]
-
-    def c_body(self, inputs, in_dtypes, outputs, out_dtypes, error_flag=None):
-        """One statement per inner node into block-local temporaries, then the
-        outputs; None when a member has no C for its dtypes."""
-        inner = self.inner_dtypes(*in_dtypes)
-        lines = []
-        names = []
-        for j, ((op, args), node_dtypes) in enumerate(zip(self.nodes, inner)):
-            arg_names = []
-            arg_dtypes = [self._ref_dtype(r, in_dtypes, inner) for r in args]
-            want = op.c_input_dtypes(*arg_dtypes)
-            for pos, (ref, have, need) in enumerate(zip(args, arg_dtypes, want)):
-                if ref[0] == "c":
-                    arg_names.append(c_lit(_literal_value(ref[1], ref[2]), need))
-                    continue
-                name = inputs[ref[1]] if ref[0] == "i" else names[ref[1]][ref[2]]
-                if c_ctype(have) != c_ctype(need) or (have == "bool") != (need == "bool"):
-                    cast = f"t{j}_a{pos}"
-                    lines.append(f"const {c_ctype(need)} {cast} = "
-                                 f"({c_ctype(need)})({name});")
-                    name = cast
-                arg_names.append(name)
-            outs = [f"t{j}_{o}" for o in range(len(node_dtypes))]
-            body = op.c_body(arg_names, want, outs, list(node_dtypes), error_flag=error_flag)
-            if body is None:
-                return None
-            lines += [f"{c_ctype(dt)} {name};" for name, dt in zip(outs, node_dtypes)]
-            lines.append(body)
-            lines += [f"{name} = (float)(_Float16)({name});"
-                      for name, dt in zip(outs, node_dtypes) if dt == "float16"]
-            names.append(outs)
-        for out_name, ref, dt in zip(outputs, self.outputs, out_dtypes):
-            if ref[0] == "c":
-                value = c_lit(_literal_value(ref[1], ref[2]), dt)
-            else:
-                value = inputs[ref[1]] if ref[0] == "i" else names[ref[1]][ref[2]]
-            lines.append(f"{out_name} = {value};")
-        return "{\n" + "\n".join(lines) + "\n}"
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        """A GNU statement expression (single-output composites only)."""
-        if self.nout != 1:
-            return None
-        body = self.c_body(inputs, in_dtypes, ["sg_r"], [out_dtype])
-        if body is None:
-            return None
-        return f"({{ {c_ctype(out_dtype)} sg_r; {body} sg_r; }})"
-
-    def c_error_messages(self, in_dtypes):
-        inner = self.inner_dtypes(*in_dtypes)
-        messages = []
-        for (op, args), _ in zip(self.nodes, inner):
-            arg_dtypes = [self._ref_dtype(r, in_dtypes, inner) for r in args]
-            for message in op.c_error_messages(op.c_input_dtypes(*arg_dtypes)):
-                if message not in messages:
-                    messages.append(message)
-        return tuple(messages)
-
-    def c_support(self):
-        support = {}
-        for op, _ in self.nodes:
-            for key, code in op.c_support():
-                support.setdefault(key, code)
-        return tuple(support.items())
 
     # -- printing ----------------------------------------------------------------
 

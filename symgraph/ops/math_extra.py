@@ -21,8 +21,6 @@ __all__ = ["gamma", "sgn", "iround", "allclose", "mgrid", "ogrid", "Gamma"]
 class Gamma(sm._Unary):
     """The Gamma function (scipy.special.gamma)."""
 
-    c_name = "tgamma"
-
     ufunc = scipy.special.gamma
 
     def grad(self, inputs, outputs, output_grads):

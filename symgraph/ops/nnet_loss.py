@@ -30,7 +30,7 @@ import numpy as np
 
 from symgraph.graph.basic import Apply, Op
 from symgraph.ops.elemwise import Elemwise
-from symgraph.ops.scalar import FloatScalarOp, c_fn, c_kind
+from symgraph.ops.scalar import FloatScalarOp
 from symgraph.tensor.basic import as_tensor_variable
 from symgraph.tensor.type import INT_DTYPES, TensorType
 
@@ -317,13 +317,6 @@ class BinaryCrossentropy(FloatScalarOp):
         (g,) = output_grads
         return [g * (o - t) / (o * (1.0 - o)), g * (math.log1p(-o) - math.log(o))]
 
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        if c_kind(out_dtype) != "f":
-            return None
-        o, t = inputs
-        return (f"(-({t} * {c_fn('log', out_dtype)}({o}) + (1 - {t}) * "
-                f"{c_fn('log1p', out_dtype)}(-{o})))")
-
 
 class SigmoidBinaryCrossentropy(FloatScalarOp):
     """``binary_crossentropy(sigmoid(z), t)`` for logits ``z``, computed as
@@ -343,15 +336,6 @@ class SigmoidBinaryCrossentropy(FloatScalarOp):
         z, t = inputs
         (g,) = output_grads
         return [g * (math.sigmoid(z) - t), -g * z]
-
-    def c_expr(self, inputs, in_dtypes, out_dtype):
-        if c_kind(out_dtype) != "f":
-            return None
-        z, t = inputs
-        # Both branches of the max computed (a blend, no branch): NaN stays NaN
-        # through the log1p term.
-        return (f"(({z} > 0 ? {z} : 0) - {z} * {t} + {c_fn('log1p', out_dtype)}("
-                f"{c_fn('exp', out_dtype)}(-{c_fn('fabs', out_dtype)}({z}))))")
 
 
 # -- user functions -------------------------------------------------------------------

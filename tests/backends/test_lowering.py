@@ -133,11 +133,9 @@ def _imports(path):
 
 
 #: Imports of the CPU backend that ops still make, with the work that removes them.
-#: scalar.py: scalar ops' C expressions use the C type tables (they move to a
-#: per-language table); conv_algorithms.py: the profile label and debugprint note read
+#: conv_algorithms.py: the profile label and debugprint note read
 #: the algorithms this process chose (a hook the backend will provide).
-KNOWN = {("scalar.py", "symgraph.backends.c_family.c_types"),
-         ("conv_algorithms.py", "symgraph.backends.cpu.conv")}
+KNOWN = {("conv_algorithms.py", "symgraph.backends.cpu.conv")}
 
 
 def test_ops_import_no_backend_but_the_known_cases():

@@ -15,7 +15,7 @@ import numpy as np
 
 from symgraph.backends.native.assemble import C_SRC, assemble
 from symgraph.backends.cpu.support_lib import generated_dir
-from symgraph.backends.native.linker import set_kernel_symbols
+from symgraph.backends.cpu.backend import CPU
 from symgraph.backends.cpu.lowerings import cpu_kernel
 
 MAXDIMS = 32
@@ -57,9 +57,7 @@ def compile_kernels(named, openmp=False):
     source = assemble(list(named))
     # The headers the source includes are part of the key, as in the linker's:
     # an edited header must not reuse a stale library.
-    from symgraph.backends.native.linker import _headers_digest
-
-    digest = hashlib.sha256((source + str(openmp) + _headers_digest()).encode()).hexdigest()[:20]
+    digest = hashlib.sha256((source + str(openmp) + CPU.headers_digest()).encode()).hexdigest()[:20]
     if digest in _LIBS:
         return _LIBS[digest]
     _BUILD_DIR.mkdir(exist_ok=True)
@@ -78,7 +76,7 @@ def compile_kernels(named, openmp=False):
         tmp.rename(lib_path)
     lib = ctypes.CDLL(str(lib_path))
     for kernel in kernels:
-        set_kernel_symbols(lib, kernel)   # the shared helpers' table, BLAS pointers
+        CPU.prepare_library(lib, kernel)   # the shared helpers' table, BLAS pointers
     _LIBS[digest] = lib
     return lib
 

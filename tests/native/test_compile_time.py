@@ -4,6 +4,7 @@ nothing here measures a duration."""
 
 import importlib.util
 import random
+import importlib.machinery
 import sys
 import types
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from symgraph.backends.cpu import compiler
+from symgraph.backends.cpu.backend import CPU
 from symgraph.backends.native import linker
 from symgraph.backends.native import runtime
 from symgraph.backends.native.kernel import CKernel
@@ -46,30 +48,35 @@ def test_setup_py_declares_the_runtime_extension():
     assert macros["SG_RUNTIME_SOURCE_HASH"] == '"%s"' % runtime.runtime_source_hash()
 
 
-def test_the_installed_runtime_is_used_when_current():
+def test_the_installed_runtime_is_used_when_current(monkeypatch):
     try:
         from symgraph import _runtime
     except ImportError:
         pytest.skip("symgraph is not installed with its runtime extension (pip install -e .)")
     if _runtime.source_hash != runtime.runtime_source_hash():
         pytest.skip("the installed runtime extension is older than c_src/ (reinstall)")
-    assert runtime.packaged_runtime() is _runtime
+    monkeypatch.setattr(runtime, "_RUNTIME", None)
+    assert runtime.load_runtime() is _runtime
     assert _runtime.Program.__module__ == "symgraph._runtime"
     assert issubclass(_runtime.InputMismatch, TypeError)
 
 
-def test_a_stale_installed_runtime_is_ignored(monkeypatch):
+def test_a_stale_installed_runtime_is_ignored(monkeypatch, tmp_path):
     fake = types.ModuleType("symgraph._runtime")
     fake.source_hash = "built from older sources"
+    fake.__spec__ = importlib.machinery.ModuleSpec("symgraph._runtime", None,
+                                                   origin=str(tmp_path / "_runtime.so"))
     monkeypatch.setitem(sys.modules, "symgraph._runtime", fake)
-    assert runtime.packaged_runtime() is None
+    monkeypatch.setattr(runtime, "_RUNTIME", None)
+    with config.change_flags(compiledir=str(tmp_path / "cache")):
+        module = runtime.load_runtime()
+    assert module is not fake and module.__name__ == "symgraph_runtime"
 
 
 def test_without_the_installed_runtime_it_is_built_in_the_cache(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "symgraph._runtime", None)   # import fails
     monkeypatch.setattr(runtime, "_RUNTIME", None)
     with config.change_flags(compiledir=str(tmp_path / "cache")):
-        assert runtime.packaged_runtime() is None
         module = runtime.load_runtime()
         assert module.__name__ == "symgraph_runtime"
         assert module.source_hash == ""           # not a setup.py build
@@ -183,5 +190,5 @@ def test_grouping_is_deterministic(monkeypatch):
 def test_kernel_keys_do_not_depend_on_shared_environment_parts():
     kernel = _kernel(10)
     shared = {}
-    assert linker._kernel_key(kernel, shared) == linker._kernel_key(kernel)
-    assert linker._kernel_key(kernel, shared) == linker._kernel_key(kernel, shared)
+    assert linker._kernel_key(kernel, CPU, shared) == linker._kernel_key(kernel, CPU)
+    assert linker._kernel_key(kernel, CPU, shared) == linker._kernel_key(kernel, CPU, shared)

@@ -29,6 +29,7 @@ from symgraph.config import config
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from tests.native.kernel_harness import KernelError, run_kernel, run_python
 from symgraph.backends.cpu.lowerings import cpu_kernel
+from symgraph.backends.cpu.backend import CPU
 
 RNG = np.random.default_rng(7)
 THREADS = (1, 2, 3)
@@ -293,7 +294,7 @@ def test_openmp_and_its_threshold_reach_the_cache_key():
     for flags in ({"openmp": False}, {"openmp": True, "openmp_elemwise_minsize": 10},
                   {"openmp": True, "openmp_elemwise_minsize": 20}):
         with config.change_flags(**flags):
-            keys.add(_kernel_key(cpu_kernel(node)))
+            keys.add(_kernel_key(cpu_kernel(node), CPU))
     assert len(keys) == 3
 
 

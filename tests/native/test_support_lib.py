@@ -54,16 +54,16 @@ def test_installed_build_is_used_only_when_current(monkeypatch):
     current = support_lib.build_id(support_lib.support_source_hash(), compiler.cpu_signature())
     assert current != support_lib.build_id("other", compiler.cpu_signature())
     assert current != support_lib.build_id(support_lib.support_source_hash(), "another cpu")
-    lib = support_lib._installed()
+    lib = support_lib.prebuilt().installed()
     if lib is not None:       # an install (pip install -e .) built it: it must be current
         text = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
         assert text.value.decode() == current
     monkeypatch.setattr(support_lib, "build_id", lambda *a: "stale")
-    assert support_lib._installed() is None
+    assert support_lib.prebuilt().installed() is None
 
 
 def test_cache_fallback_builds_a_library_with_the_table():
-    lib = support_lib._cached()
+    lib = support_lib.prebuilt().cached()
     built = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
     assert built.value.decode() == support_lib.build_id(support_lib.support_source_hash(),
                                                          compiler.cpu_signature())

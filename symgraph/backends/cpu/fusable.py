@@ -2,6 +2,7 @@
 (``opt/fusion_support.py``): which scalar ops its generated C can fuse."""
 
 from symgraph.backends.c_family.c_types import has_c_type
+from symgraph.backends.c_family.scalar_c import c_body, c_error_messages, c_input_dtypes
 
 __all__ = ["elemwise_has_c", "reduction_has_c"]
 
@@ -11,10 +12,10 @@ def elemwise_has_c(scalar_op, in_dtypes):
     ``in_dtypes`` (its dtypes, its conversions and its body)."""
     try:
         out_dtypes = [str(d) for d in scalar_op.output_dtypes(*in_dtypes)]
-        want = scalar_op.c_input_dtypes(*in_dtypes)
+        want = c_input_dtypes(scalar_op, *in_dtypes)
         if not all(has_c_type(d) for d in list(in_dtypes) + out_dtypes + list(want)):
             return False
-        return scalar_op.c_body([f"x{i}" for i in range(len(in_dtypes))], list(want),
+        return c_body(scalar_op, [f"x{i}" for i in range(len(in_dtypes))], list(want),
                                 [f"y{k}" for k in range(len(out_dtypes))],
                                 out_dtypes) is not None
     except (TypeError, ValueError, NotImplementedError):
@@ -28,10 +29,10 @@ def reduction_has_c(scalar_op, in_dtypes):
 
     try:
         out = str(scalar_op.output_dtypes(*in_dtypes)[0])
-        cin = [str(d) for d in scalar_op.c_input_dtypes(*in_dtypes)]
+        cin = [str(d) for d in c_input_dtypes(scalar_op, *in_dtypes)]
         if not all(has_c_type(d) for d in list(in_dtypes) + cin + [out]):
             return False
-        if scalar_op.c_error_messages(cin):
+        if c_error_messages(scalar_op, cin):
             return False
         return pre_body(scalar_op, [f"x{k}" for k in range(len(cin))], cin, out) is not None
     except (TypeError, NotImplementedError, KeyError):

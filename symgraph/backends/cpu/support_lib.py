@@ -37,7 +37,6 @@ import ctypes
 import functools
 import hashlib
 import os
-import importlib.util
 import logging
 import re
 import threading
@@ -261,44 +260,40 @@ _LOCK = threading.Lock()
 _LIBRARY = None
 
 
-def _installed():
-    """The library built at install time, or None (missing, stale, other CPU)."""
+def _installed_build_id(lib):
+    """The build id a library carries (``sg_support_build``, set by setup.py)."""
+    return ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build"))) \
+        .value.decode()
+
+
+def _expected_build_id():
     from symgraph.backends.cpu.compiler import cpu_signature
 
-    spec = importlib.util.find_spec("symgraph._support")
-    if spec is None or not spec.origin:
-        _log.debug("no installed support library: building it in the compile cache")
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)
-        built = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_support_build")))
-        built = built.value.decode()
-    except (OSError, ValueError) as exc:
-        _log.info("the installed support library %s cannot be loaded (%s)", spec.origin, exc)
-        return None
-    if built != build_id(support_source_hash(), cpu_signature()):
-        _log.info("the installed support library %s was built from other sources or for "
-                  "another CPU; building the current one in the compile cache (reinstall "
-                  "with pip install -e . to avoid this)", spec.origin)
-        return None
-    return lib
+    return build_id(support_source_hash(), cpu_signature())
 
 
-def _cached():
-    """The library compiled through the compile cache (built on first use)."""
-    from symgraph.backends.native.cache import environment_parts, get_cache, make_key
-    from symgraph.backends.cpu.compiler import compile_library, cpu_signature
+def _cache_key():
+    from symgraph.backends.native.cache import environment_parts, make_key
 
-    source_hash = support_source_hash()
-    source = _generated()[1]
-    key = make_key(support=source_hash, version=str(SUPPORT_VERSION), **environment_parts())
-    ident = build_id(source_hash, cpu_signature())
+    return make_key(support=support_source_hash(), version=str(SUPPORT_VERSION),
+                    **environment_parts())
 
-    def build(tmp_dir):
-        text = f'#define SG_SUPPORT_SOURCE_HASH "{ident}"\n#line 1 "{SOURCE_NAME}"\n' + source
-        compile_library(text, tmp_dir / "lib.so", include_dirs=(generated_dir() / "support",))
 
-    return get_cache().load(key, build, what="the shared support library")
+def _build(tmp_dir):
+    from symgraph.backends.cpu.compiler import compile_library
+
+    text = (f'#define SG_SUPPORT_SOURCE_HASH "{_expected_build_id()}"\n'
+            f'#line 1 "{SOURCE_NAME}"\n' + _generated()[1])
+    compile_library(text, tmp_dir / "lib.so", include_dirs=(generated_dir() / "support",))
+
+
+def prebuilt():
+    """The library as a ``native.prebuilt.Prebuilt`` (installed, or the cache's)."""
+    from symgraph.backends.native.prebuilt import Prebuilt
+
+    return Prebuilt("the shared support library", key=_cache_key, build=_build,
+                    installed="symgraph._support", open_installed=ctypes.CDLL,
+                    build_id=_installed_build_id, expected_id=_expected_build_id)
 
 
 def load_support():
@@ -307,7 +302,7 @@ def load_support():
     global _LIBRARY
     with _LOCK:
         if _LIBRARY is None:
-            _LIBRARY = _installed() or _cached()
+            _LIBRARY = prebuilt().load()
         return _LIBRARY
 
 

@@ -3,10 +3,7 @@
 import hashlib
 import sys
 
-from symgraph.backends.cpu import compiler
-
-__all__ = ["CACHE_FORMAT", "make_key", "environment_parts", "summarize_parts",
-           "compiler_identity"]
+__all__ = ["CACHE_FORMAT", "make_key", "environment_parts", "summarize_parts"]
 
 #: Bump when the cache layout or the meaning of an entry changes.
 CACHE_FORMAT = "1"
@@ -27,63 +24,27 @@ def make_key(**parts):
     return digest.hexdigest()
 
 
-def environment_parts(openmp=False):
-    """The key parts that do not come from the source: compiler and flags, CPU,
+def environment_parts(openmp=False, backend=None):
+    """The key parts that do not come from the source: the backend's own
+    (compiler, flags, target: ``Backend.key_parts``; default the CPU backend),
     NumPy ABI (major.minor), Python, symgraph, and every flag declared to change
     code (``config.c_key()``).  ``make_key(source=src, **environment_parts())``."""
     import numpy
 
-    from symgraph.version import __version__
+    from symgraph.backends.protocol import get_backend
     from symgraph.config import config
+    from symgraph.version import __version__
 
-    signature = compiler_identity()
+    backend = get_backend() if backend is None else backend
     return {
         "format": CACHE_FORMAT,
-        "compiler": signature,
-        "flags": " ".join(compiler.base_flags(openmp, clang="clang" in signature.lower())),
-        "cpu": compiler.cpu_signature(),
+        **backend.key_parts(openmp),
         "numpy": ".".join(numpy.__version__.split(".")[:2]),
         "python": f"{sys.implementation.cache_tag} {sys.version_info[0]}."
                   f"{sys.version_info[1]}",
         "symgraph": __version__,
         "config": repr(config.c_key()),
     }
-
-
-_remembered = set()   # (compiledir, cxx, signature) recorded by this process
-
-
-def compiler_identity():
-    """The compiler's signature (:func:`compiler.compiler_signature`), the key part
-    that names the compiler.
-
-    Each compiledir remembers the signature of the compiler that ``cxx`` named
-    when it last was found; when it is missing now (not on PATH), that
-    signature is used, so that the kernels it built still load: a warm cache
-    runs natively without a compiler.  Raises CompileError when the compiler is
-    missing and the compiledir never saw it.
-    """
-    from symgraph.backends.native.cache import get_cache
-    from symgraph.config import config
-
-    cache = get_cache()
-    # by default cxx is whatever g++ PATH gives, and empty when there is none
-    chosen = config.source("cxx") != "default"
-    name = f"compiler-signature:{config.cxx if chosen else '<default>'}"
-    try:
-        signature = compiler.compiler_signature()
-    except compiler.CompileError:
-        record = cache.lookup(name) if config.cxx or not chosen else None
-        if record is None or not isinstance(record.get("signature"), str):
-            raise
-        return record["signature"]
-    seen = (str(cache.root), config.cxx, signature)
-    if seen not in _remembered:
-        record = cache.lookup(name)
-        if record is None or record.get("signature") != signature:
-            cache.record(name, {"signature": signature})
-        _remembered.add(seen)
-    return signature
 
 
 def summarize_parts(parts):

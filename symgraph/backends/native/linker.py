@@ -1,9 +1,9 @@
 """The native linker: turns a scheduled FunctionGraph into a runtime Program.
 
-Each node's kernel (its lowering by this backend's table, ``lowerings.py``) is
-looked up in the kernel index of
-the compile cache by a key over its source, the compiler, the CPU and the flags
-that change code; the kernels not found are compiled together into one library
+It talks to a backend only through ``backends/protocol.py``.  Each node's
+kernel (the backend's lowering of it) is looked up in the kernel index of the
+compile cache by a key over its source, the backend's key parts (compiler,
+flags, target) and the flags that change code; the kernels not found are compiled together into one library
 (or, for a large function on several cores, a few libraries compiled in
 parallel: see ``_groups``) and recorded in the index, so that a later function
 that needs the same kernel (the same op on the same types) loads it without
@@ -13,8 +13,6 @@ Python steps that call ``perform``.
 
 import _ctypes
 import ctypes
-import functools
-import hashlib
 import os
 import re
 import threading
@@ -23,12 +21,9 @@ import weakref
 
 import numpy as np
 
-from symgraph.backends.native.assemble import C_SRC, MANIFEST_SYMBOL, assemble, kernel_prefix
-from symgraph.backends.cpu.compiler import prepare_openmp_environment
-from symgraph.backends.lowering import lowering_rule
+from symgraph.backends.native.assemble import MANIFEST_SYMBOL, assemble, kernel_prefix
 from symgraph.backends.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
-from symgraph.backends.cpu.lowerings import BACKEND, cpu_kernel
-from symgraph.backends.cpu.support_lib import bind_library, set_support_symbol
+from symgraph.backends.protocol import get_backend
 from symgraph.config import config
 from symgraph.graph.basic import Constant
 
@@ -50,14 +45,10 @@ def python_only_chosen():
     return not config.cxx and config.source("cxx") != "default"
 
 
-def native_available():
-    """True when a C compiler is configured (``cxx`` not empty) and found."""
-    from symgraph.backends.cpu.compiler import compiler_command
-
-    try:
-        return bool(config.cxx) and compiler_command() is not None
-    except Exception:
-        return False
+def native_available(backend=None):
+    """True when the backend (default the CPU's) can build kernels: for the
+    CPU, a C compiler is configured (``cxx`` not empty) and found."""
+    return (backend or get_backend()).available()
 
 
 class NoCompilerWarning(UserWarning):
@@ -95,50 +86,37 @@ def _compiler_wanted():
     return "no g++, gcc or cc on PATH, so the flag cxx defaulted to ''"
 
 
-def node_kernel(node):
-    """The node's CKernel, or None when it has no native code."""
-    if lowering_rule(node.op, BACKEND) is None:
+def node_kernel(node, backend=None):
+    """The node's kernel from ``backend`` (default the CPU's), or None when it
+    has no native code there."""
+    backend = backend or get_backend()
+    if not backend.has_lowering(node):
         return None
     from symgraph.backends.c_family.c_types import has_c_type
 
     for var in node.inputs + node.outputs:
         if not has_c_type(getattr(var.type, "dtype", "object")):
             return None
-    return cpu_kernel(node)
+    return backend.lower(node)
 
 
-@functools.lru_cache(maxsize=1)
-def _headers_digest():
-    """A hash of every header in c_src/ and its folders (``*.h``, and the ``*.inc``
-    templates they include): kernels include them, so they are part of every
-    kernel's key (editing sg_kernel.h or an algorithm must not reuse stale builds)."""
-    digest = hashlib.sha256()
-    for path in sorted(C_SRC.rglob("*")):
-        if path.suffix in (".h", ".inc") and path.is_file():
-            name = path.relative_to(C_SRC).as_posix()
-            digest.update(name.encode() + b"\0" + path.read_bytes())
-    # The generated support header (support_lib.py) is included by kernels too.
-    from symgraph.backends.cpu.support_lib import support_source_hash
-
-    digest.update(b"support\0" + support_source_hash().encode())
-    return digest.hexdigest()
-
-
-def _kernel_key(kernel, environments=None):
-    """The kernel's cache key.  ``environments`` ({openmp: environment_parts})
-    lets one function's kernels share those parts: they do not change while a
-    function is linked, and computing them is most of the cost of a key."""
+def _kernel_key(kernel, backend, environments=None):
+    """The kernel's cache key.  ``environments`` ({(backend, openmp):
+    environment_parts}) lets one function's kernels share those parts: they do
+    not change while a function is linked, and computing them is most of the
+    cost of a key."""
     from symgraph.backends.native.cache import environment_parts, make_key
 
     if environments is None:
         environments = {}
-    if kernel.openmp not in environments:
-        environments[kernel.openmp] = environment_parts(openmp=kernel.openmp)
-    return make_key(source=assemble([("k", kernel)]), headers=_headers_digest(),
+    where = (backend.name, kernel.openmp)
+    if where not in environments:
+        environments[where] = environment_parts(openmp=kernel.openmp, backend=backend)
+    return make_key(source=assemble([("k", kernel)]), headers=backend.headers_digest(),
                     kind=kernel.kind,
                     aliases=repr((kernel.view_of, kernel.inplace_of)),
                     version=f"{kernel.version}.{KERNEL_FORMAT_VERSION}",
-                    **environments[kernel.openmp])
+                    **environments[where])
 
 
 class KernelLibrary:
@@ -189,14 +167,14 @@ class LoadedLibraries:
         self._lock = threading.Lock()
         self._pinned_openmp = False
 
-    def open(self, cache, lib_key, build_fn=None, openmp=False, what=None):
+    def open(self, cache, lib_key, build_fn=None, openmp=False, what=None, backend=None):
         """The KernelLibrary of entry ``lib_key``, built first when missing and
         ``build_fn`` is given; None when it is missing (or damaged) and not."""
         where = (str(cache.root), lib_key)
         lib = self.libs.get(where)
         if lib is None:
-            if openmp:  # before the OpenMP runtime is first loaded
-                prepare_openmp_environment()
+            # before the OpenMP runtime is first loaded
+            (backend or get_backend()).prepare_process(openmp=openmp)
             lib = cache.load(lib_key, build_fn, what=what,
                              loader=lambda path: KernelLibrary(lib_key, path))
             if lib is None:
@@ -219,23 +197,6 @@ class LoadedLibraries:
             except OSError:
                 continue
         self._pinned_openmp = True
-
-
-def set_kernel_symbols(lib, kernel):
-    """Set up a loaded library for ``kernel``: its ``sg_sup`` table pointer
-    (shared helpers) and the global pointers of ``kernel.symbols``; a pointer
-    the library does not define is one the shared helpers call (BLAS), set in
-    the support library."""
-    bind_library(lib)
-    for name, address_fn in kernel.symbols:
-        try:
-            cell = ctypes.c_void_p.in_dll(lib, name)
-        except ValueError:
-            if set_support_symbol(name, address_fn):
-                continue
-            raise
-        if not cell.value:
-            cell.value = address_fn()
 
 
 LOADED = LoadedLibraries()
@@ -274,17 +235,19 @@ def _index_ref(cache, key):
     return None
 
 
-def resolve_kernels(kernels, timings, compile=True):
+def resolve_kernels(kernels, timings, compile=True, backend=None):
     """``(addresses, libraries)``: {key: (run_address, shape_address,
-    view_address)} for ``kernels`` ({key: CKernel}), compiling the ones the
-    cache does not have (with ``compile`` false, those are left out), and the
-    KernelLibraries they are in (which must stay alive while they run).
+    view_address)} for ``kernels`` ({key: CKernel} of ``backend``, default the
+    CPU's), compiling the ones the cache does not have (with ``compile`` false,
+    those are left out), and the KernelLibraries they are in (which must stay
+    alive while they run).
 
     The index says which library holds a kernel under which prefix; the library
     is trusted only for the kernels its own manifest lists, so a wrong record is
     a miss: compiled again and recorded anew."""
     from symgraph.backends.native.cache import get_cache
 
+    backend = backend or get_backend()
     cache = get_cache()
     found, missing, wanted = {}, {}, {}
     for key, kernel in kernels.items():
@@ -295,7 +258,8 @@ def resolve_kernels(kernels, timings, compile=True):
             wanted.setdefault(ref[0], []).append((key, ref[1]))
     start = time.perf_counter()
     for lib_key, items in wanted.items():
-        lib = LOADED.open(cache, lib_key, openmp=any(kernels[k].openmp for k, _ in items))
+        lib = LOADED.open(cache, lib_key, openmp=any(kernels[k].openmp for k, _ in items),
+                          backend=backend)
         for key, prefix in items:
             if lib is not None and lib.holds(key, prefix):
                 found[key] = (lib, prefix)
@@ -304,7 +268,8 @@ def resolve_kernels(kernels, timings, compile=True):
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
     if missing and compile:
         start = time.perf_counter()
-        for lib, group in zip(_compile_in_parallel(cache, missing), _groups(missing)):
+        for lib, group in zip(_compile_in_parallel(cache, missing, backend),
+                              _groups(missing)):
             for key, prefix in group:
                 if not lib.holds(key, prefix):
                     raise RuntimeError(f"the library built for kernel {key} does not "
@@ -315,7 +280,7 @@ def resolve_kernels(kernels, timings, compile=True):
     start = time.perf_counter()
     addresses, libraries = {}, {}
     for key, (lib, prefix) in found.items():
-        set_kernel_symbols(lib, kernels[key])
+        backend.prepare_library(lib, kernels[key])
         addresses[key] = kernel_addresses(lib, prefix, kernels[key].kind)
         libraries[lib.key] = lib
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
@@ -405,24 +370,24 @@ def _groups(missing):
     return [[(key, kernel_prefix(i)) for i, key in enumerate(group)] for group in groups]
 
 
-def _compile_in_parallel(cache, missing):
+def _compile_in_parallel(cache, missing, backend):
     """The loaded KernelLibrary of each group of ``_groups(missing)``, in order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from symgraph.backends.native.cache import environment_parts, make_key
-    from symgraph.backends.cpu.compiler import compile_library
 
     def build_group(group):
         source = assemble([(prefix, missing[key]) for key, prefix in group], manifest=group)
         openmp = any(missing[key].openmp for key, _ in group)
-        lib_key = make_key(source=source, headers=_headers_digest(),
+        lib_key = make_key(source=source, headers=backend.headers_digest(),
                            kernels=",".join(k for k, _ in group),
-                           **environment_parts(openmp=openmp))
+                           **environment_parts(openmp=openmp, backend=backend))
 
         def build(tmp_dir):
-            compile_library(source, tmp_dir / "lib.so", openmp=openmp)
+            backend.build(source, tmp_dir / "lib.so", openmp=openmp)
 
-        return LOADED.open(cache, lib_key, build, openmp=openmp, what=f"{len(group)} kernels")
+        return LOADED.open(cache, lib_key, build, openmp=openmp, what=f"{len(group)} kernels",
+                           backend=backend)
 
     groups = _groups(missing)
     if len(groups) == 1:
@@ -468,8 +433,10 @@ class NativeProgram:
         return [self.program.slot(self.slot_of[v]) for v in node.inputs]
 
 
-def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True):
-    """A NativeProgram running ``order`` over ``fgraph``.
+def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True,
+                  backend=None):
+    """A NativeProgram running ``order`` over ``fgraph`` with the kernels of
+    ``backend`` (default the CPU's).
 
     ``linker`` is 'c' (every node must have native code) or 'c|py'.
     ``extra_steps(node, slot_of) -> (before, after)`` lets DebugMode and
@@ -478,6 +445,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
     """
     from symgraph.backends.native.runtime import load_runtime
 
+    backend = backend or get_backend()
     start = time.perf_counter()
     slot_of = {}
     for var in fgraph.inputs:
@@ -498,23 +466,26 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
     node_keys = {}
     environments = {}
     for node in order:
-        kernel = node_kernel(node) if linker in ("c", "c|py") else None
+        kernel = node_kernel(node, backend) if linker in ("c", "c|py") else None
         if kernel is None:
             if linker == "c":
                 raise NoNativeCodeError(
                     f"linker=c: {node.op} has no native code for {node}"
                     f"{_origin(node)}; use linker='c|py' to run such nodes in Python")
             continue
-        key = _kernel_key(kernel, environments)
+        key = _kernel_key(kernel, backend, environments)
         kernels[key] = kernel
         node_keys[node] = key
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start
-    addresses, libraries = resolve_kernels(kernels, timings, compile) if kernels else ({}, [])
+    addresses, libraries = (resolve_kernels(kernels, timings, compile, backend) if kernels
+                            else ({}, []))
     if linker == "c" and len(addresses) < len(kernels):
         node = next(n for n, k in node_keys.items() if k not in addresses)
         raise NoNativeCodeError(f"linker=c: the kernel of {node}{_origin(node)} is not in "
                                 "the compile cache, and no C compiler was found to build it")
 
+    runtime = load_runtime()
+    allocator = backend.allocator.runtime_number(runtime)
     steps, step_nodes, python_nodes = [], [], []
     for node in order:
         before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
@@ -528,7 +499,8 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
             steps.append((1, python_step(node), ins, outs))
             python_nodes.append(node)
         else:
-            steps.append(_native_step(kernels[key], addresses[key], node, ins, outs))
+            steps.append(_native_step(kernels[key], addresses[key], node, ins, outs,
+                                      allocator))
         step_nodes.append(node)
         for callable_, ins_vars in after:
             steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
@@ -542,7 +514,6 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
             continue
         inputs.append((slot_of[var], np.dtype(dtype).num, var.type.ndim,
                        tuple(-1 if s is None else s for s in var.type.shape)))
-    runtime = load_runtime()
     program = runtime.Program(len(slot_of), tuple(inputs), tuple(steps),
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
@@ -551,13 +522,14 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                          python_nodes, libraries)
 
 
-def _native_step(kernel, addresses, node, ins, outs):
-    """The runtime's description of a native step (see ``Program`` in runtime.c)."""
+def _native_step(kernel, addresses, node, ins, outs, allocator=0):
+    """The runtime's description of a native step (see ``Program`` in runtime.c);
+    ``allocator``: the runtime's number of the allocator of its outputs."""
     run, shape, view = addresses
     alias = getattr(kernel, _ALIAS_FIELD[kernel.kind]) if kernel.kind in _ALIAS_FIELD else ()
     return (0, run, shape, _KIND_CODES[kernel.kind], ins, outs,
             tuple(np.dtype(o.dtype).num for o in node.outputs),
-            tuple(o.ndim for o in node.outputs), tuple(alias), view)
+            tuple(o.ndim for o in node.outputs), tuple(alias), view, allocator)
 
 
 def _origin(node):

@@ -14,21 +14,20 @@ import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
-import logging
 import sysconfig
 
 import numpy as np
 
 from symgraph.backends.native.assemble import C_SRC
+from symgraph.backends.native.prebuilt import Prebuilt
 
-__all__ = ["load_runtime", "packaged_runtime", "runtime_source_hash", "RUNTIME_VERSION"]
+__all__ = ["load_runtime", "runtime_source_hash", "RUNTIME_VERSION"]
 
 _RUNTIME = None
 #: Bump to rebuild the cached runtime when how it is built changes.
 RUNTIME_VERSION = 1
 #: The files the runtime is compiled from (setup.py hashes the same ones).
-RUNTIME_SOURCES = ("runtime.c", "sg_kernel.h")
-_log = logging.getLogger("symgraph.compile.runtime")
+RUNTIME_SOURCES = ("runtime.c", "sg_kernel.h", "sg_allocator.h")
 
 
 def runtime_source_hash(c_src=C_SRC):
@@ -39,56 +38,41 @@ def runtime_source_hash(c_src=C_SRC):
     return digest.hexdigest()
 
 
-def packaged_runtime():
-    """The runtime built at install time (``symgraph._runtime``), or None when it
-    is missing, cannot be imported, or was built from other sources than
-    ``c_src/`` holds now."""
-    try:
-        _runtime = importlib.import_module("symgraph._runtime")
-    except ImportError as exc:
-        _log.debug("no installed runtime extension (%s): building it in the cache", exc)
-        return None
-    try:
-        current = runtime_source_hash()
-    except OSError:
-        return _runtime         # no c_src/ to compare with: the installed one is all there is
-    if getattr(_runtime, "source_hash", None) != current:
-        _log.info("the installed runtime extension %s is older than c_src/runtime.c; "
-                  "building the current one in the compile cache (reinstall with "
-                  "pip install -e . to avoid this)", getattr(_runtime, "__file__", _runtime))
-        return None
-    return _runtime
-
-
 def _runtime_key():
     from symgraph.backends.native.cache import environment_parts, make_key
 
     return make_key(source=(C_SRC / "runtime.c").read_text(),
-                    header=(C_SRC / "sg_kernel.h").read_text(),
+                    headers="".join((C_SRC / name).read_text() for name in RUNTIME_SOURCES[1:]),
                     python_include=sysconfig.get_paths()["include"], numpy_full=np.__version__,
                     version=str(RUNTIME_VERSION), **environment_parts())
 
 
-def _cached_runtime():
-    """The runtime compiled through the compile cache (built on first use)."""
-    from symgraph.backends.native.cache import get_cache
+def _import_installed(path):
+    """The extension setup.py built into the package (``path`` is where it is)."""
+    return importlib.import_module("symgraph._runtime")
+
+
+def _load_cached(path):
+    """The extension the compile cache built, imported from ``path``."""
+    loader = importlib.machinery.ExtensionFileLoader("symgraph_runtime", path)
+    spec = importlib.util.spec_from_file_location("symgraph_runtime", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _build(tmp_dir):
     from symgraph.backends.cpu.compiler import compile_library
 
-    source = (C_SRC / "runtime.c").read_text()
+    compile_library((C_SRC / "runtime.c").read_text(), tmp_dir / "lib.so",
+                    include_dirs=(sysconfig.get_paths()["include"], np.get_include()))
 
-    def build(tmp_dir):
-        compile_library(source, tmp_dir / "lib.so",
-                        include_dirs=(sysconfig.get_paths()["include"], np.get_include()))
 
-    def load_module(path):
-        loader = importlib.machinery.ExtensionFileLoader("symgraph_runtime", path)
-        spec = importlib.util.spec_from_file_location("symgraph_runtime", path, loader=loader)
-        module = importlib.util.module_from_spec(spec)
-        loader.exec_module(module)
-        return module
-
-    return get_cache().load(_runtime_key(), build, loader=load_module,
-                            what="the native runtime")
+#: The runtime as a Prebuilt: the installed extension, or the cache's build.
+PREBUILT = Prebuilt("the native runtime", key=_runtime_key, build=_build, loader=_load_cached,
+                    installed="symgraph._runtime", open_installed=_import_installed,
+                    build_id=lambda module: getattr(module, "source_hash", None),
+                    expected_id=runtime_source_hash)
 
 
 def load_runtime():
@@ -96,5 +80,5 @@ def load_runtime():
     the one built (once) in the compile cache."""
     global _RUNTIME
     if _RUNTIME is None:
-        _RUNTIME = packaged_runtime() or _cached_runtime()
+        _RUNTIME = PREBUILT.load()
     return _RUNTIME

@@ -125,14 +125,16 @@ def load(openmp=None):
 
 def _load_now(openmp, key):
     from symgraph.backends.native.cache import get_cache
+    from symgraph.backends.native.prebuilt import Prebuilt
 
     cache = get_cache()
     if openmp:
         from symgraph.backends.cpu.compiler import prepare_openmp_environment
 
         prepare_openmp_environment()
-    lib = cache.load(key, _build(openmp), parts=_parts(openmp),
-                     what="the convolution algorithm library")
+    # never built at install: it follows the openmp flag, and most users never convolve
+    lib = Prebuilt("the convolution algorithm library", key=lambda: key, build=_build(openmp),
+                   parts=_parts(openmp)).cached()
     with _lock:
         if key not in _loaded:
             _set_blas(lib)

@@ -47,7 +47,8 @@ from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.native.kernel import COMPUTE, INPLACE, CKernel
 from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
-from symgraph.ops.scalar import c_exact
+from symgraph.backends.c_family.scalar_base import c_exact
+from symgraph.backends.c_family.scalar_c import c_body, c_error_messages, c_input_dtypes, c_support
 
 __all__ = ["elemwise_kernel", "MVEC_SUPPORT", "EW_SUPPORT", "element_code"]
 
@@ -305,7 +306,7 @@ EW_SUPPORT_OMP = ("sg_ewp_support_v1", _omp_names(EW_SUPPORT[1]))
 # Code generation
 
 def _ctype(dtype):
-    from symgraph.ops.scalar import c_ctype
+    from symgraph.backends.c_family.scalar_base import c_ctype
 
     return c_ctype(dtype)
 
@@ -324,14 +325,14 @@ def element_code(scalar_op, in_dtypes, out_dtypes, loads, stores, error_flag=Non
     ``stores[k]``: a function of a value expression giving the statement that
     writes output k.  Returns (code, error messages).
     """
-    want = scalar_op.c_input_dtypes(*in_dtypes)
+    want = c_input_dtypes(scalar_op, *in_dtypes)
     if not all(has_c_type(d) for d in want):
         return None
     lines = [f"const {_ctype(w)} a{i} = {_convert(load, have, w)};"
              for i, (load, have, w) in enumerate(zip(loads, in_dtypes, want))]
     outs = [f"r{k}" for k in range(len(out_dtypes))]
-    messages = scalar_op.c_error_messages(want) if error_flag else ()
-    body = scalar_op.c_body([f"a{i}" for i in range(len(loads))], list(want), outs,
+    messages = c_error_messages(scalar_op, want) if error_flag else ()
+    body = c_body(scalar_op, [f"a{i}" for i in range(len(loads))], list(want), outs,
                             list(out_dtypes), error_flag=error_flag if messages else None)
     if body is None:
         return None
@@ -426,7 +427,7 @@ def elemwise_kernel(node):
     if openmp:
         source = _omp_names(source)
     support = [MVEC_SUPPORT, EW_SUPPORT_OMP if openmp else SUPPORT_ENTRY] + \
-        list(scalar_op.c_support())
+        list(c_support(scalar_op))
     if inplace:
         kind, inplace_of = INPLACE, tuple(inplace[k] for k in range(nout))
     else:
