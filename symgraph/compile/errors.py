@@ -12,9 +12,7 @@ import re
 
 import numpy as np
 
-
-class MissingInputError(ValueError):
-    """The graph needs a variable that is neither an input nor given."""
+from symgraph.graph.errors import MissingInputError  # noqa: F401  (raised by graph/fg.py)
 
 
 class UnusedInputError(ValueError):

@@ -80,7 +80,7 @@ class FunctionGraph:
             return
         if var.owner is None:
             if not isinstance(var, Constant) and var not in self.inputs:
-                from symgraph.compile.errors import MissingInputError
+                from symgraph.graph.errors import MissingInputError
 
                 raise MissingInputError(
                     f"the graph needs input {var} ({var.type}) that is not in the "

@@ -66,7 +66,7 @@ def work_dtype(dtype):
 def _is_zero(var):
     """True when ``var`` is known to be all zeros (``grad`` hands ops zeros for
     the outputs the cost does not use): terms it multiplies are skipped."""
-    from symgraph.opt.utils import is_constant_value
+    from symgraph.ops.constant_values import is_constant_value
 
     return is_constant_value(var, 0)
 

@@ -172,26 +172,46 @@ class _DnnConvBase(Op):
     def profile_label(self, node):
         """The profile's name for this op's time: its str and the algorithms its
         kernel ran in this process (``DnnConv{algo='time_once', ...} [gemm]``)."""
-        from symgraph.backends.cpu.conv import tuning as conv_tuning
-
-        impls = sorted({c.impl for c in conv_tuning.choices_for(self).values()})
+        impls = sorted(reported_choices(self)[0])
         return f"{self} [{', '.join(impls) or self.impl() or '?'}]"
 
     def debug_note(self, node):
         """What debugprint adds to this node's line: a static fallback's reason,
         and the choices the kernel made in this process (with their sources)."""
-        from symgraph.backends.cpu.conv import tuning as conv_tuning
-
         parts = []
         if self.requested is not None:
             parts.append(f"fallback from {self.requested!r}: "
                          f"{static_fallback(self, node, self.requested)[1]}")
-        chosen = conv_tuning.describe(self)
+        chosen = reported_choices(self)[1]
         if chosen:
             parts.append(f"chose {chosen}")
         elif self.impl() is not None and self.requested is None:
             parts.append(f"algo from the flag ({self.impl()})")
         return "; ".join(parts)
+
+
+#: Backends that choose an algorithm when a kernel first runs report their
+#: choices here (the ops cannot ask a backend): functions ``op -> (impls,
+#: description)``, registered by ``register_choice_reporter``.
+_CHOICE_REPORTERS = []
+
+
+def register_choice_reporter(report):
+    """Add ``report(op) -> (set of impl names, text)``: the algorithms a backend
+    chose for ``op``'s kernels in this process, for profiles and debugprint."""
+    if report not in _CHOICE_REPORTERS:
+        _CHOICE_REPORTERS.append(report)
+
+
+def reported_choices(op):
+    """(impl names, description) of what the backends chose for ``op``."""
+    impls, texts = set(), []
+    for report in _CHOICE_REPORTERS:
+        names, text = report(op)
+        impls.update(names)
+        if text:
+            texts.append(text)
+    return impls, "; ".join(texts)
 
 
 def _abstract(name):

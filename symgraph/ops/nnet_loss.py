@@ -126,7 +126,7 @@ def _sum_if_broadcast(term, like):
 
 
 def _is_zero(var):
-    from symgraph.opt.utils import is_constant_value
+    from symgraph.ops.constant_values import is_constant_value
 
     return is_constant_value(var, 0)
 

@@ -1,55 +1,15 @@
 """Helpers that rewrites share: reading constants, matching elemwise nodes,
 and making a replacement have exactly the type of the variable it replaces."""
 
-from symgraph.graph.basic import Constant
+from symgraph.ops.constant_values import (  # noqa: F401  (shared by the rewrites)
+    is_constant_value, is_elemwise, scalar_constant_value)
 from symgraph.tensor.type import DISCRETE_DTYPES, TensorType
-
-
-def is_elemwise(node, *scalar_classes):
-    """True when ``node`` is an Elemwise around an instance of ``scalar_classes``."""
-    from symgraph.ops.elemwise import Elemwise
-
-    return node is not None and isinstance(node.op, Elemwise) and \
-        isinstance(node.op.scalar_op, scalar_classes)
 
 
 def owner_if(var, *scalar_classes):
     """``var.owner`` when it is an Elemwise of ``scalar_classes``, else None."""
     node = var.owner
     return node if is_elemwise(node, *scalar_classes) else None
-
-
-def scalar_constant_value(var, max_depth=16):
-    """The value of every element of ``var`` when it is a constant whose
-    elements are all equal, else None.
-
-    Looks through broadcasting (DimShuffle) and ``fill``/``second(model,
-    value)``: ``x + 1`` holds its 1 as ``DimShuffle{x}(1)`` until constant
-    folding runs.
-    """
-    from symgraph.ops.elemwise import DimShuffle
-    from symgraph.ops.scalar_basic import Second
-
-    for _ in range(max_depth):
-        if isinstance(var, Constant):
-            unique = getattr(var, "unique_value", None)
-            return unique() if unique is not None else None
-        node = var.owner
-        if node is None:
-            return None
-        if isinstance(node.op, DimShuffle):
-            var = node.inputs[0]
-        elif is_elemwise(node, Second):
-            var = node.inputs[1]
-        else:
-            return None
-    return None
-
-
-def is_constant_value(var, value):
-    """True when every element of ``var`` is the constant ``value``."""
-    found = scalar_constant_value(var)
-    return found is not None and found == value
 
 
 def is_discrete(dtype):

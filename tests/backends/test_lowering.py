@@ -132,19 +132,13 @@ def _imports(path):
             yield node.module
 
 
-#: Imports of the CPU backend that ops still make, with the work that removes them.
-#: conv_algorithms.py: the profile label and debugprint note read
-#: the algorithms this process chose (a hook the backend will provide).
-KNOWN = {("conv_algorithms.py", "symgraph.backends.cpu.conv")}
-
-
-def test_ops_import_no_backend_but_the_known_cases():
+def test_ops_import_no_backend():
     found = set()
     for path in sorted((ROOT / "symgraph" / "ops").rglob("*.py")):
         for module in _imports(path):
             if module.startswith("symgraph.backends"):
                 found.add((path.name, module))
-    assert found <= KNOWN, sorted(found - KNOWN)
+    assert not found, sorted(found)
 
 
 def test_rewrites_import_no_backend():

@@ -48,6 +48,8 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
+from symgraph.ops.conv_algorithms import register_choice_reporter
+
 __all__ = ["IMPLS", "SOURCES", "Choice", "choices", "choices_for", "describe",
            "timings_run", "reset", "tuning_dir", "load", "store", "disk_key",
            "tuning_symbols", "op_key"]
@@ -272,3 +274,11 @@ def tuning_symbols():
     """CKernel.symbols that connect a convolution kernel to these callbacks."""
     return (("sg_conv_tuning_lookup", _lookup_address),
             ("sg_conv_tuning_record", _record_address))
+
+
+def _report(op):
+    return {choice.impl for choice in choices_for(op).values()}, describe(op)
+
+
+# the conv ops' profile label and debugprint note show these choices
+register_choice_reporter(_report)

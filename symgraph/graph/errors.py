@@ -1,0 +1,5 @@
+"""Errors the graph layer raises and users catch from ``function()``."""
+
+
+class MissingInputError(ValueError):
+    """The graph needs a variable that is neither an input nor given."""
