@@ -9,43 +9,10 @@ from symgraph.ops.scalar_basic import (Abs, Add, Cast, Clip, Identity, IntDiv, M
                                        Mod, Mul, Neg, Pow, Reciprocal, Second, Sign, Sqr, Sub,
                                        Switch, TrueDiv, _MinMax, _Nary)
 from symgraph.ops.scalar import same_out
+from symgraph.backends.c_family.c_files import c_file
 
 
-_C_DIVMOD = r"""
-#define SG_DEF_SDIV(T, U) \
-static inline T sg_floordiv_##T(T a, T b) { \
-    if (b == 0) return 0; \
-    if (b == -1) return (T)(0 - (U)a); \
-    T q = a / b; \
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; \
-    return q; } \
-static inline T sg_mod_##T(T a, T b) { \
-    if (b == 0 || b == -1) return 0; \
-    T r = a % b; \
-    if (r != 0 && ((r < 0) != (b < 0))) r += b; \
-    return r; }
-#define SG_DEF_UDIV(T) \
-static inline T sg_floordiv_##T(T a, T b) { return b == 0 ? 0 : a / b; } \
-static inline T sg_mod_##T(T a, T b) { return b == 0 ? 0 : a % b; }
-SG_DEF_SDIV(int8_t, uint8_t) SG_DEF_SDIV(int16_t, uint16_t)
-SG_DEF_SDIV(int32_t, uint32_t) SG_DEF_SDIV(int64_t, uint64_t)
-SG_DEF_UDIV(uint8_t) SG_DEF_UDIV(uint16_t) SG_DEF_UDIV(uint32_t) SG_DEF_UDIV(uint64_t)
-#define SG_DEF_FDIV(T, S) \
-static inline T sg_floordiv_##T(T a, T b) { \
-    if (b == 0) return a / b; \
-    T mod = fmod##S(a, b); \
-    T div = (a - mod) / b; \
-    if (mod) { if ((b < 0) != (mod < 0)) div -= 1; } \
-    if (div) { T fl = floor##S(div); if (div - fl > (T)0.5) fl += 1; return fl; } \
-    return copysign##S(0, a / b); } \
-static inline T sg_mod_##T(T a, T b) { \
-    T mod = fmod##S(a, b); \
-    if (b == 0) return mod; \
-    if (mod) { if ((b < 0) != (mod < 0)) mod += b; } \
-    else mod = copysign##S(0, b); \
-    return mod; }
-SG_DEF_FDIV(float, f) SG_DEF_FDIV(double, )
-"""
+_C_DIVMOD = c_file("c_family/divmod.inc")
 
 
 _C_IPOW = r"""

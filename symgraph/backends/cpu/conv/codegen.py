@@ -36,6 +36,7 @@ into the output.
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
+from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["conv_kernel", "VERSION", "DIRECTIONS", "MODES"]
 
@@ -52,71 +53,7 @@ _BORDER = {"valid": 0, "full": 1, "half": 2}
 
 # -- support: strided copies between storage and compute types ------------------------
 
-_COPY = r"""
-/* ---- symgraph conv copies: ${S} <-> ${T} (see conv_codegen.py) ---- */
-
-/* The strides of a, and its first element, with the dimensions from flip_from
-   on (-1: none) walked backwards. */
-static const char *sg_convk_walk_${SN}_${TN}(const sg_array *a, int flip_from, int64_t *st) {
-    const char *base = a->data;
-    for (int d = 0; d < a->ndim; d++) {
-        st[d] = a->strides[d];
-        if (flip_from >= 0 && d >= flip_from && a->shape[d] > 0) {
-            base += (a->shape[d] - 1) * st[d];
-            st[d] = -st[d];
-        }
-    }
-    return base;
-}
-
-/* dst[0..size) = a in C order (flipped from flip_from), converted to ${T};
-   r16: rounded through float16 first. */
-static void sg_convk_gather_${SN}_${TN}(const sg_array *a, ${T} *dst, int flip_from, int r16) {
-    int64_t st[SG_MAXDIMS], idx[SG_MAXDIMS] = {0};
-    const char *p = sg_convk_walk_${SN}_${TN}(a, flip_from, st);
-    const int nd = a->ndim;
-    const int64_t inner = a->shape[nd - 1], is = st[nd - 1], n = sg_size(a);
-    if (n == 0) return;
-    for (int64_t o = 0; o < n / inner; o++) {
-        ${T} *row = dst + o * inner;
-        if (r16)
-            for (int64_t i = 0; i < inner; i++)
-                row[i] = (${T})(_Float16)*(const ${S} *)(p + i * is);
-        else
-            for (int64_t i = 0; i < inner; i++) row[i] = (${T})*(const ${S} *)(p + i * is);
-        for (int d = nd - 2; d >= 0; d--) {
-            p += st[d];
-            if (++idx[d] < a->shape[d]) break;
-            p -= idx[d] * st[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-/* a = src[0..size) in C order (flipped from flip_from), converted to ${S};
-   r16: rounded through float16 first. */
-static void sg_convk_scatter_${TN}_${SN}(const ${T} *src, const sg_array *a, int flip_from,
-                                         int r16) {
-    int64_t st[SG_MAXDIMS], idx[SG_MAXDIMS] = {0};
-    char *p = (char *)sg_convk_walk_${SN}_${TN}(a, flip_from, st);
-    const int nd = a->ndim;
-    const int64_t inner = a->shape[nd - 1], is = st[nd - 1], n = sg_size(a);
-    if (n == 0) return;
-    for (int64_t o = 0; o < n / inner; o++) {
-        const ${T} *row = src + o * inner;
-        if (r16)
-            for (int64_t i = 0; i < inner; i++) *(${S} *)(p + i * is) = (${S})(_Float16)row[i];
-        else
-            for (int64_t i = 0; i < inner; i++) *(${S} *)(p + i * is) = (${S})row[i];
-        for (int d = nd - 2; d >= 0; d--) {
-            p += st[d];
-            if (++idx[d] < a->shape[d]) break;
-            p -= idx[d] * st[d];
-            idx[d] = 0;
-        }
-    }
-}
-"""
+_COPY = c_file("cpu/conv/copy.inc")
 
 
 def _copy_support(storage, compute):

@@ -22,6 +22,7 @@ from symgraph.backends.c_family.c_types import FLOAT_SUFFIXES as _DTYPES
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
+from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["loss_kernel"]
 
@@ -53,96 +54,7 @@ _SIGNED_CHECK = """const int64_t v = (int64_t)raw, w = v < 0 ? v + k : v;
 _UNSIGNED_CHECK = """if ((uint64_t)raw >= (uint64_t)k) { *bad = (long long)raw; return i; }
         const int64_t w = (int64_t)raw;"""
 
-_DRIVER = Template(r"""
-/* ---- symgraph cross-entropy, ${S} computed in ${T} (see nnet_loss_codegen.py) ---- */
-#define SG_CE_AT(a, i, j) (*(${S} *)((a)->data + (i) * (a)->strides[0] + (j) * (a)->strides[1]))
-#define SG_CE_VEC(a, i) (*(${S} *)((a)->data + (i) * (a)->strides[0]))
-
-/* The fused forward: nll (out[0]) and softmax (out[1]) of the rows of x. */
-static int sg_ce_fused_${Y}(const sg_array *x, const int64_t *t, sg_array *out,
-                            const char *name, sg_error *err) {
-    const int64_t n = x->shape[0], k = x->shape[1];
-    sg_array *nll = &out[0], *sm = &out[1];
-    const int direct = ${SAME} && (k <= 1 || x->strides[1] == (int64_t)sizeof(${S}));
-    ${T} *ws = NULL;
-    if (!direct || !${SAME}) {
-        ws = (${T} *)malloc(2 * (size_t)k * sizeof(${T}));
-        if (!ws)
-            SG_FAIL(err, SG_ERR_MEMORY, "%s: cannot allocate a workspace of %lld elements",
-                    name, (long long)(2 * k));
-    }
-    for (int64_t i = 0; i < n; i++) {
-        const ${T} *a;
-        if (direct) a = (const ${T} *)(x->data + i * x->strides[0]);
-        else {
-            for (int64_t j = 0; j < k; j++) ws[j] = (${T})SG_CE_AT(x, i, j);
-            a = ws;
-        }
-        /* the output row is contiguous (the runtime's array) */
-        ${T} *y = ${SAME} ? (${T} *)(sm->data + i * sm->strides[0]) : ws + k;
-        const ${T} m = sg_nn_max_${X}(a, k);
-        const ${T} s = (${T})sg_nn_expsum_${X}(a, y, k, m);
-        /* log(sum) - (x[t] - m), rounded as the Python perform */
-        SG_CE_VEC(nll, i) = (${S})(${LOG}(s) - (a[t[i]] - m));
-        for (int64_t j = 0; j < k; j++) y[j] /= s;
-        if (!${SAME})
-            for (int64_t j = 0; j < k; j++) SG_CE_AT(sm, i, j) = (${S})y[j];
-    }
-    free(ws);
-    return 0;
-}
-
-/* dx = dnll[i] * (sm - one_hot(t)); dnll of length 1 is broadcast. */
-static void sg_ce_fused_grad_${Y}(const sg_array *d, const sg_array *sm, const int64_t *t,
-                                  sg_array *dx) {
-    const int64_t n = sm->shape[0], k = sm->shape[1];
-    const int64_t ds = d->shape[0] == 1 ? 0 : d->strides[0];
-    const int contiguous = ${SAME} && (k <= 1 || sm->strides[1] == (int64_t)sizeof(${S}));
-    for (int64_t i = 0; i < n; i++) {
-        const ${T} g = (${T})*(const ${S} *)(d->data + i * ds);
-        if (contiguous) {
-            const ${T} *restrict a = (const ${T} *)(sm->data + i * sm->strides[0]);
-            ${T} *restrict o = (${T} *)(dx->data + i * dx->strides[0]);
-            for (int64_t j = 0; j < k; j++) o[j] = g * a[j];
-            o[t[i]] = g * (a[t[i]] - 1);
-        } else {
-            for (int64_t j = 0; j < k; j++)
-                SG_CE_AT(dx, i, j) = (${S})(g * (${T})SG_CE_AT(sm, i, j));
-            SG_CE_AT(dx, i, t[i]) = (${S})(g * ((${T})SG_CE_AT(sm, i, t[i]) - 1));
-        }
-    }
-}
-
-/* nll[i] = -log(c[i, t[i]]). */
-static void sg_ce_categorical_${Y}(const sg_array *c, const int64_t *t, sg_array *nll) {
-    for (int64_t i = 0; i < c->shape[0]; i++)
-        SG_CE_VEC(nll, i) = (${S})(-${LOG}((${T})SG_CE_AT(c, i, t[i])));
-}
-
-/* zeros, except out[i, t[i]] = -g[i] / c[i, t[i]]; g of length 1 is broadcast. */
-static void sg_ce_categorical_grad_${Y}(const sg_array *g, const sg_array *c, const int64_t *t,
-                                        sg_array *dc) {
-    const int64_t n = c->shape[0], k = c->shape[1];
-    const int64_t gs = g->shape[0] == 1 ? 0 : g->strides[0];
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < k; j++) SG_CE_AT(dc, i, j) = (${S})0;
-        const ${T} gi = (${T})*(const ${S} *)(g->data + i * gs);
-        SG_CE_AT(dc, i, t[i]) = (${S})(-gi / (${T})SG_CE_AT(c, i, t[i]));
-    }
-}
-
-static int sg_ce_run_${Y}(int op, const sg_array *in, sg_array *out, const int64_t *t,
-                          const char *name, sg_error *err) {
-    switch (op) {
-    case 0: return sg_ce_fused_${Y}(&in[0], t, out, name, err);
-    case 1: sg_ce_fused_grad_${Y}(&in[0], &in[1], t, &out[0]); return 0;
-    case 2: sg_ce_categorical_${Y}(&in[0], t, &out[0]); return 0;
-    default: sg_ce_categorical_grad_${Y}(&in[0], &in[1], t, &out[0]); return 0;
-    }
-}
-#undef SG_CE_AT
-#undef SG_CE_VEC
-""")
+_DRIVER = Template(c_file("cpu/nnet/loss_driver.inc"))
 
 # Per op: (op code, index of the matrix input, of the targets, of a gradient vector or None).
 _LAYOUT = {

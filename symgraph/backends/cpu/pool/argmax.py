@@ -27,6 +27,7 @@ from symgraph.backends.c_family.c_types import FLOAT_DTYPES as _FLOATS
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
 from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen, _offset, _out_loops
+from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["argmax_kernel", "VERSION"]
 
@@ -80,44 +81,7 @@ def _window_nest(gen, inner):
 
 # -- forward -------------------------------------------------------------------------
 
-_FORWARD = Template(r"""
-/* Max and argmax by a row-major scan of each window; with `skip_inner`, not
-   of the windows that SG_FN(inner) takes. */
-static void SG_FN(scan)(const char *x, const int64_t *xn, const int64_t *xs, char *z,
-                        const int64_t *zn, const int64_t *zs, char *am, const int64_t *as,
-                        int skip_inner) {
-    const int64_t W = xn[${ND} - 1], OW = zn[${ND} - 1];
-    int64_t lo = (${PDL} + ${STL} - 1) / ${STL};
-    int64_t hi = W + ${PDL} - ${WSL} < 0 ? 0 : (W + ${PDL} - ${WSL}) / ${STL} + 1;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
-    (void)skip_inner;
-${SCAN}
-}
-${INNER}
-static void SG_FN(plane)(const char *x, const int64_t *xn, const int64_t *xs, char *z,
-                         const int64_t *zn, const int64_t *zs, char *am, const int64_t *as) {
-${FAST}
-${INNER_CALL}
-}
-
-int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
-    (void)err;
-    SG_FN(pooled)(&in[0], out_shapes);
-    SG_FN(pooled)(&in[0], out_shapes + SG_MAXDIMS);
-    return 0;
-}
-
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
-    const sg_array *x = &in[0];
-    sg_array *z = &out[0], *am = &out[1];
-    const int nl = x->ndim - ${ND};
-    const int64_t L = SG_FN(batch)(x), size = sg_size(x);
-    if (L == 0 || sg_size(z) == 0) return 0;
-    (void)size;
-${PARALLEL}
-}
-""")
+_FORWARD = Template(c_file("cpu/pool/argmax_forward.inc"))
 
 #: The 2x2 float32 fast path of a forward plane: the full windows by vector
 #: rows (when the last dimension is contiguous), the rest by the scan.

@@ -45,6 +45,7 @@ from symgraph.backends.c_family.c_types import FLOAT_DTYPES as _FLOATS
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
+from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["pool_kernel", "VERSION"]
 
@@ -109,40 +110,7 @@ class _Gen:
 
 # -- shared pieces -------------------------------------------------------------------
 
-_GEOMETRY = Template(r"""
-static const int64_t SG_FN(ws)[${ND}] = {${WS}}, SG_FN(st)[${ND}] = {${ST}},
-                     SG_FN(pd)[${ND}] = {${PD}};
-
-/* The pooled shape of x into shape (rank x->ndim). */
-static void SG_FN(pooled)(const sg_array *x, int64_t *shape) {
-    const int nl = x->ndim - ${ND};
-    for (int d = 0; d < nl; d++) shape[d] = x->shape[d];
-    for (int i = 0; i < ${ND}; i++)
-        shape[nl + i] = sg_pool_out_size(x->shape[nl + i], SG_FN(ws)[i], SG_FN(st)[i],
-                                         SG_FN(pd)[i], ${IB});
-}
-
-/* Error unless o has the pooled shape of x (the Python perform's message). */
-static int SG_FN(check)(const sg_array *x, const sg_array *o, const char *what, sg_error *err) {
-    int64_t want[SG_MAXDIMS];
-    SG_FN(pooled)(x, want);
-    if (o->ndim == x->ndim && !memcmp(o->shape, want, sizeof(int64_t) * (size_t)x->ndim))
-        return 0;
-    char a[200], b[200], c[200];
-    sg_pool_shape_text(a, sizeof a, o->shape, o->ndim);
-    sg_pool_shape_text(b, sizeof b, x->shape, x->ndim);
-    sg_pool_shape_text(c, sizeof c, want, x->ndim);
-    SG_FAIL(err, SG_ERR_VALUE, "${NAME}: the %s has shape %s but pooling an input of shape "
-            "%s gives %s", what, a, b, c);
-}
-
-/* The number of batch entries (leading dims) of x. */
-static int64_t SG_FN(batch)(const sg_array *x) {
-    int64_t n = 1;
-    for (int d = 0; d < x->ndim - ${ND}; d++) n *= x->shape[d];
-    return n;
-}
-""")
+_GEOMETRY = Template(c_file("cpu/pool/geometry.inc"))
 
 
 def _combine(mode, a, v):
@@ -183,89 +151,7 @@ def _offset(gen, index, strides):
 
 # -- Pool ------------------------------------------------------------------------------
 
-_FORWARD = Template(r"""
-/* buf (op)= the line at p (W elements, byte stride sw); the first line is copied. */
-static inline void SG_FN(accum)(${C} *restrict buf, const char *restrict p, int64_t W,
-                                int64_t sw, int first) {
-    if (sw == (int64_t)sizeof(${T})) {
-        const ${T} *restrict r = (const ${T} *)p;
-        if (first) for (int64_t w = 0; w < W; w++) buf[w] = (${C})r[w];
-        else for (int64_t w = 0; w < W; w++) { const ${C} v = (${C})r[w]; buf[w] = ${COMBINE_BUF}; }
-    } else {
-        if (first) for (int64_t w = 0; w < W; w++) buf[w] = (${C})*(const ${T} *)(p + w * sw);
-        else for (int64_t w = 0; w < W; w++) {
-            const ${C} v = (${C})*(const ${T} *)(p + w * sw);
-            buf[w] = ${COMBINE_BUF};
-        }
-    }
-}
-
-/* One output of the horizontal pass (a window that may be clipped). */
-static inline void SG_FN(hone)(const ${C} *restrict buf, int64_t W, char *zp, int64_t ow,
-                               int64_t cexc, int64_t cinc) {
-    int64_t a, b, ci;
-    sg_pool_window(ow, W, ${WSL}, ${STL}, ${PDL}, &a, &b, &ci);
-    ${C} r = buf[a];
-    for (int64_t w = a + 1; w < b; w++) { const ${C} v = buf[w]; r = ${COMBINE_R}; }
-    (void)cexc; (void)cinc; (void)ci;
-    *(${T} *)zp = (${T})(${FINISH_EDGE});
-}
-
-/* The outputs of one line from the combined window lines in buf; cexc and
-   cinc: the window's element counts over the other pooled dimensions. */
-static void SG_FN(hpass)(const ${C} *restrict buf, int64_t W, char *z, int64_t sz,
-                         int64_t OW, int64_t cexc, int64_t cinc) {
-    /* interior windows [lo, hi): entirely inside the line */
-    int64_t lo = (${PDL} + ${STL} - 1) / ${STL};
-    int64_t hi = W + ${PDL} - ${WSL} < 0 ? 0 : (W + ${PDL} - ${WSL}) / ${STL} + 1;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
-    for (int64_t ow = 0; ow < lo; ow++) SG_FN(hone)(buf, W, z + ow * sz, ow, cexc, cinc);
-    for (int64_t ow = hi; ow < OW; ow++) SG_FN(hone)(buf, W, z + ow * sz, ow, cexc, cinc);
-    (void)cexc; (void)cinc;
-    if (sz == (int64_t)sizeof(${T})) {
-        ${T} *restrict zr = (${T} *)z;
-        for (int64_t ow = lo; ow < hi; ow++) {
-            const ${C} *restrict q = buf + ow * ${STL} - ${PDL};
-            ${C} r = q[0];
-${INTERIOR}
-            zr[ow] = (${T})(${FINISH_INNER});
-        }
-    } else {
-        for (int64_t ow = lo; ow < hi; ow++) {
-            const ${C} *restrict q = buf + ow * ${STL} - ${PDL};
-            ${C} r = q[0];
-${INTERIOR}
-            *(${T} *)(z + ow * sz) = (${T})(${FINISH_INNER});
-        }
-    }
-}
-
-static void SG_FN(plane)(const char *x, const int64_t *xn, const int64_t *xs, char *z,
-                         const int64_t *zn, const int64_t *zs, ${C} *buf) {
-    const int64_t W = xn[${ND} - 1], OW = zn[${ND} - 1];
-    if (OW == 0) return;
-${FAST}
-${LOOPS}
-}
-
-int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
-    (void)err;
-    SG_FN(pooled)(&in[0], out_shapes);
-    return 0;
-}
-
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
-    const sg_array *x = &in[0];
-    sg_array *z = &out[0];
-    const int nl = x->ndim - ${ND};
-    const int64_t L = SG_FN(batch)(x), size = sg_size(x);
-    if (L == 0 || sg_size(z) == 0) return 0;
-    (void)size;
-    const int64_t wsize = x->shape[x->ndim - 1] * (int64_t)sizeof(${C});
-${PARALLEL}
-}
-""")
+_FORWARD = Template(c_file("cpu/pool/forward.inc"))
 
 
 def _forward_loops(gen):

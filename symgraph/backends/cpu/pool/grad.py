@@ -10,6 +10,7 @@ describes each kernel.
 from string import Template
 
 from symgraph.backends.cpu.pool.forward import _finish, _is_2x2_max, _offset, _out_loops
+from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["max_grad", "avg_grad", "grad_grad"]
 
@@ -38,39 +39,7 @@ if (v == mv || (mnan && v != v)) {{
     return _window_loops(gen, inner) + "\ndone:;"
 
 
-_MAX_GRAD = Template(r"""
-/* Overlapping windows or strided lines: zero gx, add each window's gradient
-   at its first match. */
-static void SG_FN(generic)(const char *x, const int64_t *xn, const int64_t *xs, const char *m,
-                           const int64_t *ms, const char *g, const int64_t *gs,
-                           const int64_t *on, char *gx, const int64_t *gxs) {
-    sg_pool_zero(gx, xn, gxs, ${ND}, sizeof(${T}));
-${GENERIC_LOOPS}
-}
-${TILED}
-int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
-    if (SG_FN(check)(&in[0], &in[1], "pooled maximum", err)) return 1;
-    if (SG_FN(check)(&in[0], &in[2], "output gradient", err)) return 1;
-    for (int d = 0; d < in[0].ndim; d++) out_shapes[d] = in[0].shape[d];
-    return 0;
-}
-
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {
-    const sg_array *x = &in[0], *m = &in[1], *g = &in[2];
-    sg_array *gx = &out[0];
-    const int nl = x->ndim - ${ND}, last = x->ndim - 1;
-    const int64_t L = SG_FN(batch)(x), size = sg_size(x);
-    if (L == 0 || size == 0) return 0;
-    const int64_t it = (int64_t)sizeof(${T});
-    /* the tiled path needs contiguous lines in every array */
-    const int tiled = ${CAN_TILE} && (x->shape[last] <= 1 ||
-        (x->strides[last] == it && gx->strides[last] == it)) &&
-        (m->shape[last] <= 1 || (m->strides[last] == it && g->strides[last] == it));
-    (void)tiled;
-    const int64_t wsize = 0;
-${PARALLEL}
-}
-""")
+_MAX_GRAD = Template(c_file("cpu/pool/max_grad.inc"))
 
 #: The most elements a window may have for the tiled max-gradient path
 #: (its per-window code is written out element by element).
