@@ -93,5 +93,10 @@ add_flag("cuda.root", "CUDA installation folder (nvcc, headers).", StrParam("/us
 add_flag("nvcc.flags", "Extra flags passed to nvcc.", StrParam(""), in_c_key=True)
 add_flag("gpu.cross_compile", "Build CUDA modules with nvcc without running them.",
          BoolParam(False))
+add_flag("gpu.emulate", "With device=cuda: run the generated CUDA on the CPU through the "
+         "emulation header (machines without a GPU); the graph is the one a GPU gets.",
+         BoolParam(False), in_c_key=True)
+add_flag("assert_no_cpu_op", "With device=cuda: what to do about nodes left on the CPU "
+         "(ignore, warn, raise).", EnumParam("ignore", "warn", "raise"))
 add_flag("deterministic", "more: prefer deterministic (slower) implementations.",
          EnumParam("default", "more"))

@@ -31,6 +31,23 @@ class Backend(abc.ABC):
     #: (``native.allocator.Allocator``).
     allocator = None
 
+    def claims(self, node):
+        """True when ``node`` is this backend's to run whatever the other
+        backends say (a device backend's device nodes); the CPU backend takes
+        every node nobody claims."""
+        return False
+
+    def output_allocator(self, node):
+        """The allocator of ``node``'s outputs (a transfer back to the host
+        writes host memory from a device backend)."""
+        return self.allocator
+
+    def assemble(self, kernels, manifest=()):
+        """One translation unit for ``kernels`` ((prefix, kernel) pairs)."""
+        from symgraph.backends.native.assemble import assemble
+
+        return assemble(kernels, manifest)
+
     def has_lowering(self, node):
         """True when this backend has a lowering rule for ``node``'s op."""
         return lowering_rule(node.op, self.name) is not None

@@ -170,12 +170,16 @@ class FunctionMaker:
         self.timings = {"clone": time.perf_counter() - start}
 
         start = time.perf_counter()
+        self.backends = _backends()
         if self.mode.optimizer is not None:
             from symgraph.opt import optimize
 
             optimize(fgraph, optimizer=self.mode.optimizer,
                      including=self.mode.including_tags(),
                      excluding=self.mode.excluding_tags())
+            from symgraph.opt.gpu_placement import check_placement
+
+            check_placement(fgraph)
         self.timings["rewriting"] = time.perf_counter() - start
         self.fgraph = fgraph
         self.profile = ProfileStats(name) if (profile or config.profile) else None
@@ -315,7 +319,8 @@ class FunctionMaker:
 
         extra = _with_guard(check_steps(checks) if checks else None, guard)
         if native_available():
-            native = build_program(self.fgraph, order, linker, self.timings, extra)
+            native = build_program(self.fgraph, order, linker, self.timings, extra,
+                                   backends=self.backends)
         elif python_only_chosen():
             if linker == "c":
                 raise NoNativeCodeError("linker=c needs a C compiler, and the flag cxx is "
@@ -326,7 +331,7 @@ class FunctionMaker:
             warn_no_compiler()
             try:
                 native = build_program(self.fgraph, order, linker, self.timings, extra,
-                                       compile=False)
+                                       compile=False, backends=self.backends)
             except CompileError as exc:
                 if linker == "c":
                     raise NoNativeCodeError(f"linker=c needs a C compiler: {exc}") from None
@@ -457,3 +462,20 @@ def _conform_given(var, repl):
 
 # The Function object lives in function_call (this module was over 600 lines).
 from symgraph.compile.function_call import Function  # noqa: E402
+
+
+def _backends():
+    """The backends a function compiled now uses, in the order they are asked:
+    with ``device=cuda``, the CUDA backend (which claims the device nodes) and
+    the CPU's; else the CPU's alone."""
+    from symgraph.backends.protocol import get_backend
+    from symgraph.opt.gpu_placement import device_context
+
+    if device_context() is None:
+        return [get_backend("cpu")]
+    # imported only with device=cuda: it registers the CUDA lowerings, which the
+    # placement rewrite consults
+    from symgraph.backends.cuda.backend import CUDA, ensure_device
+
+    ensure_device()
+    return [CUDA, get_backend("cpu")]

@@ -28,6 +28,7 @@ from symgraph.opt import pool_rewrites  # noqa: F401
 from symgraph.opt import fusion  # noqa: F401
 from symgraph.opt import blas_rewrites  # noqa: F401
 from symgraph.opt import fuse_reduce  # noqa: F401
+from symgraph.opt import gpu_placement  # noqa: F401
 from symgraph.opt import inplace  # noqa: F401
 from symgraph.opt.driver import EquilibriumDriver
 from symgraph.opt.registry import RewriteQueryError, _split, registry
@@ -56,6 +57,8 @@ PHASES = (
     Phase("specialize", _CANONICAL, "faster forms: x**2 -> sqr(x), ..."),
     Phase("device", _CLEANUP, "move nodes to the GPU and cuDNN-style ops"),
     Phase("fusion", ("merge",), "fuse element-wise subgraphs into one loop"),
+    # After fusion, so that a fused composite moves as one kernel.
+    Phase("gpu", ("merge",), "move nodes to the GPU (device=cuda): transfers at the edges"),
     # Last: in-place ops constrain the schedule, so nothing may rewrite after them.
     Phase("inplace", (), "let ops overwrite inputs nobody needs any more"),
 )

@@ -30,8 +30,7 @@ DECLARED_TAGS = {
     "fast_run": "the default set of rewrites",
     "fast_compile": "the cheap rewrites run by FAST_COMPILE",
     "unsafe": "rewrites that may change results for NaN, Inf or zero inputs",
-    "gpu": "GPU rewrites are not available: no GPU rewrite is registered in this "
-           "build (they need the GPU support, symgraph.gpu, and device=cuda)",
+    "gpu": "rewrites that move nodes to the GPU (device=cuda)",
     "cudnn": "cuDNN rewrites are not available: no cuDNN rewrite is registered in this "
              "build (they need the GPU support, symgraph.gpu, and a cuDNN library)",
     "inplace": "in-place rewrites",

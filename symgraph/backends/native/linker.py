@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from symgraph.backends.native.assemble import MANIFEST_SYMBOL, assemble, kernel_prefix
+from symgraph.backends.native.assemble import MANIFEST_SYMBOL, kernel_prefix
 from symgraph.backends.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
 from symgraph.backends.protocol import get_backend
 from symgraph.config import config
@@ -112,7 +112,7 @@ def _kernel_key(kernel, backend, environments=None):
     where = (backend.name, kernel.openmp)
     if where not in environments:
         environments[where] = environment_parts(openmp=kernel.openmp, backend=backend)
-    return make_key(source=assemble([("k", kernel)]), headers=backend.headers_digest(),
+    return make_key(source=backend.assemble([("k", kernel)]), headers=backend.headers_digest(),
                     kind=kernel.kind,
                     aliases=repr((kernel.view_of, kernel.inplace_of)),
                     version=f"{kernel.version}.{KERNEL_FORMAT_VERSION}",
@@ -377,7 +377,8 @@ def _compile_in_parallel(cache, missing, backend):
     from symgraph.backends.native.cache import environment_parts, make_key
 
     def build_group(group):
-        source = assemble([(prefix, missing[key]) for key, prefix in group], manifest=group)
+        source = backend.assemble([(prefix, missing[key]) for key, prefix in group],
+                                  manifest=group)
         openmp = any(missing[key].openmp for key, _ in group)
         lib_key = make_key(source=source, headers=backend.headers_digest(),
                            kernels=",".join(k for k, _ in group),
@@ -434,9 +435,12 @@ class NativeProgram:
 
 
 def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True,
-                  backend=None):
-    """A NativeProgram running ``order`` over ``fgraph`` with the kernels of
-    ``backend`` (default the CPU's).
+                  backends=None):
+    """A NativeProgram running ``order`` over ``fgraph``.
+
+    ``backends``: the backends in the order they are asked (default the CPU's
+    alone); a node belongs to the first that claims it (``Backend.claims``),
+    else to the last one (the CPU's).
 
     ``linker`` is 'c' (every node must have native code) or 'c|py'.
     ``extra_steps(node, slot_of) -> (before, after)`` lets DebugMode and
@@ -445,7 +449,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
     """
     from symgraph.backends.native.runtime import load_runtime
 
-    backend = backend or get_backend()
+    backends = list(backends or [get_backend()])
     start = time.perf_counter()
     slot_of = {}
     for var in fgraph.inputs:
@@ -465,7 +469,10 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
     kernels = {}
     node_keys = {}
     environments = {}
+    backend_of = {}
     for node in order:
+        backend = next((b for b in backends[:-1] if b.claims(node)), backends[-1])
+        backend_of[node] = backend
         kernel = node_kernel(node, backend) if linker in ("c", "c|py") else None
         if kernel is None:
             if linker == "c":
@@ -477,15 +484,20 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         kernels[key] = kernel
         node_keys[node] = key
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - start
-    addresses, libraries = (resolve_kernels(kernels, timings, compile, backend) if kernels
-                            else ({}, []))
+    addresses, libraries = {}, []
+    for backend in backends:
+        mine = {key: kernels[key] for node, key in node_keys.items()
+                if backend_of[node] is backend}
+        if mine:
+            found, libs = resolve_kernels(mine, timings, compile, backend)
+            addresses.update(found)
+            libraries += libs
     if linker == "c" and len(addresses) < len(kernels):
         node = next(n for n, k in node_keys.items() if k not in addresses)
         raise NoNativeCodeError(f"linker=c: the kernel of {node}{_origin(node)} is not in "
                                 "the compile cache, and no C compiler was found to build it")
 
     runtime = load_runtime()
-    allocator = backend.allocator.runtime_number(runtime)
     steps, step_nodes, python_nodes = [], [], []
     for node in order:
         before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
@@ -499,6 +511,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
             steps.append((1, python_step(node), ins, outs))
             python_nodes.append(node)
         else:
+            allocator = backend_of[node].output_allocator(node).runtime_number(runtime)
             steps.append(_native_step(kernels[key], addresses[key], node, ins, outs,
                                       allocator))
         step_nodes.append(node)

@@ -1,0 +1,57 @@
+/* Kernel launches in generated CUDA, the same text for a GPU and for the
+ * emulated device.
+ *
+ * SG_LAUNCH(kernel, grid, block, shared_bytes, args...) launches; then
+ * SG_CUDA_CHECK(err, what) turns a failed launch into the kernel ABI's error
+ * (sg_kernel.h).  nvcc compiles it to <<<...>>>; under gpu.emulate the file is
+ * compiled by the host C++ compiler with sg_cuda_emu.h included first
+ * (SG_CUDA_EMULATED), and a launch runs the kernel's blocks on the CPU.
+ */
+#ifndef SG_CUDA_LAUNCH_H
+#define SG_CUDA_LAUNCH_H
+
+#ifdef SG_CUDA_EMULATED
+#include <exception>
+#include <string>
+namespace sg_emu_glue {
+/* The emulator reports a failed launch (a divergent barrier, a bad launch
+ * configuration) by an exception; kept here for SG_CUDA_CHECK's message. */
+inline thread_local std::string failure;
+template <class K, class... A>
+void launch(K k, const char *name, dim3 grid, dim3 block, size_t shmem, A... args) {
+    try {
+        ::cuda_emu::launch(k, grid, block, shmem, args...);
+    } catch (const std::exception &e) {
+        failure = std::string(name) + ": " + e.what();
+    }
+}
+inline const char *take_failure() {
+    static thread_local std::string last;
+    if (failure.empty()) return nullptr;
+    last.swap(failure);
+    failure.clear();
+    return last.c_str();
+}
+}  // namespace sg_emu_glue
+#define SG_LAUNCH(k, grid, block, shmem, ...) \
+    ::sg_emu_glue::launch(k, #k, dim3(grid), dim3(block), shmem, __VA_ARGS__)
+#define SG_CUDA_CHECK(err, what)                                                        \
+    do {                                                                                \
+        const char *sg_f_ = ::sg_emu_glue::take_failure();                              \
+        if (sg_f_ != nullptr)                                                           \
+            SG_FAIL(err, SG_ERR_RUNTIME, "%s failed on the (emulated) device: %s",      \
+                    (what), sg_f_);                                                     \
+    } while (0)
+#else
+#include <cuda_runtime.h>
+#define SG_LAUNCH(k, grid, block, shmem, ...) k<<<(grid), (block), (shmem)>>>(__VA_ARGS__)
+#define SG_CUDA_CHECK(err, what)                                                        \
+    do {                                                                                \
+        cudaError_t sg_e_ = cudaGetLastError();                                         \
+        if (sg_e_ != cudaSuccess)                                                       \
+            SG_FAIL(err, SG_ERR_RUNTIME, "%s failed on the device: %s", (what),         \
+                    cudaGetErrorString(sg_e_));                                         \
+    } while (0)
+#endif
+
+#endif

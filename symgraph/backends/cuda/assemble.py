@@ -1,0 +1,38 @@
+"""Many device nodes' kernels in one CUDA translation unit.
+
+As ``native/assemble.py`` for C: each kernel's names get a prefix through
+``SG_FN``, shared support is emitted once, and the manifest says which kernels
+the library holds.  Host functions (``run``, ``shape``) and the manifest have C
+linkage, so the linker finds them with ``dlsym`` whichever compiler built the
+library (nvcc, or the host C++ compiler for the emulated device).
+"""
+
+from symgraph.backends.native.assemble import MANIFEST_SYMBOL
+
+__all__ = ["assemble_cuda"]
+
+
+def assemble_cuda(kernels, manifest=()):
+    """CUDA source for ``kernels`` ((prefix, CKernel) pairs); ``manifest``: the
+    (key, prefix) of each, as in ``native.assemble.assemble``."""
+    headers, support, bodies = [], {}, []
+    for prefix, kernel in kernels:
+        for header in kernel.headers:
+            if header not in headers:
+                headers.append(header)
+        for key, code in kernel.support:
+            support.setdefault(key, code)
+        bodies.append(f"#define SG_FN(name) {prefix}_##name\n{kernel.source}\n#undef SG_FN\n")
+    lines = ['#include "sg_kernel.h"', '#include "cuda/sg_cuda_launch.h"', "#include <math.h>",
+             "#include <stdint.h>"]
+    lines += [f"#include {h}" for h in headers]
+    lines += list(support.values())
+    lines.append('extern "C" {')
+    lines += bodies
+    if manifest:
+        text = "".join(f"{key} {prefix}\\n" for key, prefix in manifest)
+        # extern: a const at namespace scope has internal linkage in C++
+        lines.append(f'extern __attribute__((visibility("default"))) const char {MANIFEST_SYMBOL}[] = '
+                     f'"{text}";')
+    lines.append('}  /* extern "C" */')
+    return "\n".join(lines) + "\n"

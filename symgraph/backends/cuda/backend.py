@@ -1,0 +1,156 @@
+"""The CUDA backend as the linker sees it (``backends/protocol.py``).
+
+It claims the device nodes (``OnDevice``) and the transfers; everything else
+stays with the CPU backend.  With ``gpu.emulate`` its libraries are built by
+the host C++ compiler with the emulation header and its buffers are the
+emulated device's arrays; otherwise nvcc builds them for the GPU.
+"""
+
+import functools
+import hashlib
+
+from symgraph.backends.cuda import compiler, lowerings
+from symgraph.backends.cuda.assemble import assemble_cuda
+from symgraph.backends.lowering import lower, lowering_rule
+from symgraph.backends.native.allocator import HOST
+from symgraph.backends.native.c_sources import C_SRC
+from symgraph.backends.protocol import Backend, register_backend
+from symgraph.ops.device_op import OnDevice
+from symgraph.ops.transfer import GpuFromHost, HostFromGpu
+from symgraph.tensor.gpu_type import register_device_array
+
+__all__ = ["CudaBackend", "CUDA", "NoDeviceError", "ensure_device"]
+
+
+class NoDeviceError(RuntimeError):
+    """device=cuda without a GPU, and without gpu.emulate."""
+
+
+def _emulated():
+    from symgraph.config import config
+
+    return bool(config.gpu.emulate)
+
+
+class CudaBackend(Backend):
+    """CUDA kernels: nvcc on a GPU, the host compiler on the emulated device."""
+
+    name = lowerings.BACKEND
+
+    @property
+    def allocator(self):
+        if _emulated():
+            from symgraph.backends.cuda.emulated_memory import EMULATED_ALLOCATOR
+
+            return EMULATED_ALLOCATOR
+        raise NoDeviceError(_no_device_message())
+
+    def claims(self, node):
+        return isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu))
+
+    def _target(self, node):
+        """(op, node) the table is asked about: the wrapped op of a device node."""
+        if isinstance(node.op, OnDevice):
+            return node.op.op, node.op.inner_node(node)
+        return node.op, node
+
+    def has_lowering(self, node):
+        return lowering_rule(self._target(node)[0], self.name) is not None
+
+    def lower(self, node):
+        return lower(self._target(node)[1], self.name)
+
+    def output_allocator(self, node):
+        return HOST if isinstance(node.op, HostFromGpu) else self.allocator
+
+    def available(self):
+        if _emulated():
+            try:
+                compiler._cxx()
+                return True
+            except compiler.CudaCompileError:
+                return False
+        return compiler.nvcc_path() is not None and _device_count() > 0
+
+    def key_parts(self, openmp=False):
+        if _emulated():
+            return {"cuda": "emulated", "compiler": _cxx_version(),
+                    "emulator": _emulator_digest()}
+        return {"cuda": "nvcc", "compiler": compiler.nvcc_version() or "none",
+                "archs": ",".join(compiler.ARCHS)}
+
+    def headers_digest(self):
+        return _headers_digest()
+
+    def assemble(self, kernels, manifest=()):
+        return assemble_cuda(kernels, manifest)
+
+    def build(self, source, out_path, openmp=False, what=None):
+        from symgraph.config import config
+
+        if config.gpu.cross_compile:
+            compiler.check_with_nvcc(source, out_path.parent, what=what or "CUDA kernels")
+        if _emulated():
+            compiler.build_emulated(source, out_path, what=what or "CUDA kernels")
+        else:
+            compiler.build_nvcc(source, out_path, what=what or "CUDA kernels")
+
+    def prepare_library(self, lib, kernel):
+        """Nothing to set: CUDA kernels carry no global pointers yet."""
+
+
+def _device_count():
+    try:
+        from symgraph.backends.cuda.device import driver_available
+    except ImportError:
+        return 0
+    return driver_available()
+
+
+def _no_device_message():
+    return ("device=cuda, but no usable GPU was found (no NVIDIA driver or no device); "
+            "set gpu.emulate=True to run the generated CUDA on the CPU, or device=cpu")
+
+
+@functools.lru_cache(maxsize=1)
+def _cxx_version():
+    import subprocess
+
+    cxx = compiler._cxx()
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    return f"{cxx} {out.splitlines()[0] if out else ''}"
+
+
+@functools.lru_cache(maxsize=1)
+def _emulator_digest():
+    return hashlib.sha256(compiler.emulation_header().read_bytes()).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def _headers_digest():
+    digest = hashlib.sha256()
+    for path in [C_SRC / "sg_kernel.h", *sorted((C_SRC / "cuda").glob("*.h"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _register_arrays():
+    from symgraph.backends.cuda import emulated_memory
+
+    if _emulated():
+        register_device_array("cuda", [emulated_memory.EmulatedDeviceArray],
+                              emulated_memory.put, emulated_memory.get)
+
+
+def ensure_device():
+    """Make the device of the flags usable now: the emulated device's arrays
+    under gpu.emulate; a clear error when there is no GPU and no emulation."""
+    if _emulated():
+        _register_arrays()
+        return
+    if _device_count() == 0:
+        raise NoDeviceError(_no_device_message())
+
+
+#: The CUDA backend (registered on import).
+CUDA = register_backend(CudaBackend())

@@ -1,0 +1,134 @@
+"""Building generated CUDA: nvcc for a GPU, the host C++ compiler for the
+emulated device, nvcc alone for a cross-compile check.
+
+One source, three builds.  On a GPU, nvcc compiles host glue and kernels into
+one shared library (SASS for the architectures of ``ARCHS`` plus PTX, warnings
+as errors).  Under ``gpu.emulate`` the same text is compiled by the host C++
+compiler with ``c_src/cuda/sg_cuda_emu.h`` included first, so each CUDA thread
+runs on the CPU.  ``check_with_nvcc`` compiles device code only (``-cubin``),
+to prove the text is valid CUDA on machines without a GPU.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from symgraph.backends.native.c_sources import C_SRC
+
+__all__ = ["CudaCompileError", "cuda_root", "nvcc_path", "nvcc_version", "ARCHS",
+           "emulation_header", "build_emulated", "build_nvcc", "check_with_nvcc"]
+
+#: The architectures a GPU build targets (SASS each) and the PTX for later ones.
+ARCHS = ("75", "80", "86", "89", "90")
+STDERR_CHARS = 6000
+
+
+class CudaCompileError(RuntimeError):
+    """nvcc or the emulation build failed; the message holds the compiler's output."""
+
+
+def cuda_root():
+    """The CUDA installation: the ``cuda.root`` flag, else $CUDA_ROOT/$CUDA_HOME."""
+    from symgraph.config import config
+
+    if config.source("cuda.root") != "default":
+        return Path(config.cuda.root)
+    for name in ("CUDA_ROOT", "CUDA_HOME"):
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    return Path(config.cuda.root)
+
+
+def nvcc_path():
+    """nvcc of :func:`cuda_root` (never the one PATH gives: it may be a wrapper
+    that derives the wrong root), or None."""
+    path = cuda_root() / "bin" / "nvcc"
+    return path if path.is_file() else None
+
+
+def nvcc_version():
+    """nvcc's version line (part of the cache key), or None without nvcc."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return None
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True)
+    lines = [line for line in out.stdout.splitlines() if "release" in line]
+    return lines[-1].strip() if lines else out.stdout.strip()
+
+
+def emulation_header():
+    """The emulation header included before emulated builds."""
+    return C_SRC / "cuda" / "sg_cuda_emu.h"
+
+
+def _run(command, what, source_path):
+    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True)
+    if proc.returncode != 0:
+        output = (proc.stderr or proc.stdout)[-STDERR_CHARS:]
+        raise CudaCompileError(f"building {what} failed ({source_path}):\n{output}")
+
+
+def _cxx():
+    from symgraph.config import config
+
+    for name in (config.cxx or "g++", "g++", "c++"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise CudaCompileError("no C++ compiler for the emulated device (set the flag cxx)")
+
+
+def build_emulated(source, out_path, what="CUDA kernels"):
+    """Compile CUDA ``source`` for the CPU (the emulated device) into ``out_path``."""
+    out_path = Path(out_path)
+    src = out_path.with_suffix(".cu")
+    src.write_text(source)
+    command = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+               "-DSG_CUDA_EMULATED", "-include", emulation_header(), "-I", C_SRC,
+               "-x", "c++", src, "-o", out_path]
+    _run(command, what, src)
+
+
+def _nvcc_or_fail():
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise CudaCompileError(f"nvcc not found under {cuda_root()} (set the flag cuda.root)")
+    return nvcc
+
+
+def _gencode():
+    flags = []
+    for arch in ARCHS:
+        flags += ["-gencode", f"arch=compute_{arch},code=sm_{arch}"]
+    flags += ["-gencode", f"arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}"]
+    return flags
+
+
+def _nvcc_flags():
+    from symgraph.config import config
+
+    return str(config.nvcc.flags).split()
+
+
+def build_nvcc(source, out_path, what="CUDA kernels"):
+    """Compile CUDA ``source`` with nvcc into the shared library ``out_path``."""
+    out_path = Path(out_path)
+    src = out_path.with_suffix(".cu")
+    src.write_text(source)
+    command = [_nvcc_or_fail(), "-shared", "-Xcompiler", "-fPIC", "-O3", "-Werror",
+               "all-warnings", "-I", C_SRC, *_gencode(), *_nvcc_flags(), "-x", "cu", src,
+               "-o", out_path]
+    _run(command, what, src)
+
+
+def check_with_nvcc(source, work_dir, arch="90", what="CUDA kernels"):
+    """Compile ``source``'s device code to a cubin (no GPU needed): nvcc's
+    verdict on the generated text, warnings as errors."""
+    work_dir = Path(work_dir)
+    src = work_dir / "check.cu"
+    src.write_text(source)
+    command = [_nvcc_or_fail(), "-cubin", f"-arch=sm_{arch}", "-Werror", "all-warnings",
+               "-I", C_SRC, "-x", "cu", src, "-o", work_dir / "check.cubin"]
+    _run(command, what, src)
+    return work_dir / "check.cubin"

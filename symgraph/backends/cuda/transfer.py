@@ -1,0 +1,90 @@
+"""CUDA for the transfers: host to device and back, with ``cudaMemcpy``.
+
+A host input of any strides is first packed into a contiguous host buffer (the
+device side is always C-contiguous); device arrays come back with one copy.
+Under ``gpu.emulate`` ``cudaMemcpy`` is the emulation header's (host memory
+both sides), so the same kernels run there.
+"""
+
+from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.native.kernel import CKernel
+
+__all__ = ["gpu_from_host_lowering", "host_from_gpu_lowering"]
+
+_SHAPE = """
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
+    (void)err;
+    for (int d = 0; d < in[0].ndim; d++) out_shapes[d] = in[0].shape[d];
+    return 0;
+}
+"""
+
+# Packs a strided host array into contiguous memory, one element at a time
+# (itemsize bytes): the rare non-contiguous input, not the fast path.
+_PACK = ("sg_cuda_pack_v1", """
+static void sg_cuda_pack(const sg_array *a, int64_t itemsize, char *dst) {
+    int64_t n = sg_size(a);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, off = 0;
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            off += (rem % a->shape[d]) * a->strides[d];
+            rem /= a->shape[d];
+        }
+        memcpy(dst + i * itemsize, a->data + off, (size_t)itemsize);
+    }
+}
+""")
+
+
+def gpu_from_host_lowering(op, node):
+    """CUDA of GpuFromHost: copy (packing first when strided) to the device."""
+    dtype = str(node.inputs[0].dtype)
+    if not has_c_type(dtype):
+        return None
+    source = _SHAPE + f"""
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    const int64_t itemsize = (int64_t)sizeof({c_type(dtype)});
+    const int64_t n = sg_size(&in[0]);
+    if (n == 0) return 0;
+    if (sg_is_c_contiguous(&in[0], itemsize)) {{
+        if (cudaMemcpy(out[0].data, in[0].data, (size_t)(n * itemsize),
+                       cudaMemcpyHostToDevice) != cudaSuccess)
+            SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes to the device failed",
+                    (long long)(n * itemsize));
+        return 0;
+    }}
+    char *packed = (char *)malloc((size_t)(n * itemsize));
+    if (packed == NULL) SG_FAIL(err, SG_ERR_MEMORY, "no host memory to pack a transfer");
+    sg_cuda_pack(&in[0], itemsize, packed);
+    cudaError_t e = cudaMemcpy(out[0].data, packed, (size_t)(n * itemsize),
+                               cudaMemcpyHostToDevice);
+    free(packed);
+    if (e != cudaSuccess)
+        SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes to the device failed",
+                (long long)(n * itemsize));
+    return 0;
+}}
+"""
+    return CKernel(source=source, support=(_PACK,), headers=("<stdlib.h>",), version=1)
+
+
+def host_from_gpu_lowering(op, node):
+    """CUDA of HostFromGpu: one copy of a contiguous device array to the host."""
+    dtype = str(node.outputs[0].dtype)
+    if not has_c_type(dtype):
+        return None
+    source = _SHAPE + f"""
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    const int64_t itemsize = (int64_t)sizeof({c_type(dtype)});
+    const int64_t n = sg_size(&in[0]);
+    if (n == 0) return 0;
+    if (!sg_is_c_contiguous(&in[0], itemsize))
+        SG_FAIL(err, SG_ERR_RUNTIME, "a device array to copy back is not contiguous");
+    if (cudaMemcpy(out[0].data, in[0].data, (size_t)(n * itemsize),
+                   cudaMemcpyDeviceToHost) != cudaSuccess)
+        SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes from the device failed",
+                (long long)(n * itemsize));
+    return 0;
+}}
+"""
+    return CKernel(source=source, version=1)

@@ -1,0 +1,66 @@
+"""``OnDevice(op, context_name)``: any op's node, run on a device.
+
+The ``gpu`` rewrites do not need a GPU twin of every op class (Theano's
+``GpuElemwise``, ``GpuCAReduce``...): they wrap the node's own op, so its
+semantics (types, ``perform``, ``infer_shape``) stay in one place, and a device
+backend lowers the wrapped op's class from its own table.  Inputs and outputs
+are device arrays (``GpuArrayType``); ``perform`` runs the op on host copies,
+which is what DebugMode compares the device kernel with.
+"""
+
+from symgraph.graph.basic import Apply, Op
+from symgraph.tensor.gpu_type import GpuArrayType, is_device_array, to_device, to_host
+
+__all__ = ["OnDevice"]
+
+
+class OnDevice(Op):
+    """``op`` computed in the memory of the device ``context_name``."""
+
+    __props__ = ("op", "context_name")
+
+    def __init__(self, op, context_name="cuda0"):
+        self.op = op
+        self.context_name = context_name
+
+    def make_node(self, *inputs):
+        for position, var in enumerate(inputs):
+            if not isinstance(getattr(var, "type", None), GpuArrayType):
+                raise TypeError(f"{self}: input {position} ({var}) is not on a device; "
+                                f"transfer it first (gpu_from_host)")
+        inner = self._inner_node(inputs)
+        outputs = [GpuArrayType.like(out.type, self.context_name)() for out in inner.outputs]
+        node = Apply(self, list(inputs), outputs)
+        node.tag.inner = inner
+        return node
+
+    def _inner_node(self, inputs):
+        """The wrapped op's node over host stand-ins of ``inputs``."""
+        return self.op.make_node(*[var.type.tensor_type()() for var in inputs])
+
+    def inner_node(self, node):
+        """The wrapped op's node (host types) matching ``node``: what its
+        generators and ``perform`` read dtypes and shapes from."""
+        inner = getattr(node.tag, "inner", None)
+        if inner is None:
+            inner = node.tag.inner = self._inner_node(node.inputs)
+        return inner
+
+    def perform(self, node, inputs, output_storage):
+        host = [to_host(value) if is_device_array(value) else value for value in inputs]
+        storage = [[None] for _ in node.outputs]
+        self.op.perform(self.inner_node(node), host, storage)
+        for cell, result in zip(output_storage, storage):
+            cell[0] = to_device(result[0], self.context_name)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        infer = getattr(self.op, "infer_shape", None)
+        if infer is None:
+            raise NotImplementedError(f"{self.op} has no infer_shape")
+        return infer(fgraph, self.inner_node(node), input_shapes)
+
+    def do_constant_folding(self, fgraph, node):
+        return False     # a folded value would be a device array constant
+
+    def __str__(self):
+        return f"Gpu{self.op}"

@@ -1,0 +1,153 @@
+"""The ``gpu`` phase: move every node a device backend can run to the device.
+
+With ``device=cuda`` (or ``cuda0``, ``cuda1``...), each node whose op the
+CUDA backend lowers becomes ``OnDevice(op)`` on device copies of its inputs,
+and its outputs come back through ``HostFromGpu``.  Consecutive device nodes
+then meet as ``GpuFromHost(HostFromGpu(x))``, which collapses to ``x``, so
+transfers stay only at the edges of the device part of the graph.  Nodes left
+on the host keep the reason in ``node.tag.cpu_reason`` (``placement_report``).
+
+The phase runs after fusion, so a fused element-wise composite moves as one
+kernel.  ``gpu.emulate`` does not change what it produces.
+"""
+
+import warnings
+
+from symgraph.opt.driver import replace_validated
+from symgraph.opt.placement_support import device_support
+from symgraph.opt.registry import register
+from symgraph.opt.rewriter import graph_rewriter
+
+__all__ = ["device_context", "gpu_placement", "check_placement", "cpu_nodes", "CpuOpWarning"]
+
+
+class CpuOpWarning(UserWarning):
+    """Nodes stayed on the CPU under ``device=cuda`` (flag ``assert_no_cpu_op``)."""
+
+
+def device_context():
+    """The device context the ``device`` flag names ('cuda0' for 'cuda'), or None."""
+    from symgraph.config import config
+
+    device = str(config.device)
+    if not device.startswith("cuda"):
+        return None
+    return device if device[-1].isdigit() else device + "0"
+
+
+def _transfer_nodes():
+    from symgraph.ops.transfer import GpuFromHost, HostFromGpu
+
+    return GpuFromHost, HostFromGpu
+
+
+def _to_device(var, context):
+    """``var`` on the device: the device value a HostFromGpu came from, or a new copy."""
+    from symgraph.ops.transfer import gpu_from_host
+
+    GpuFromHost, HostFromGpu = _transfer_nodes()
+    owner = var.owner
+    if owner is not None and isinstance(owner.op, HostFromGpu) and \
+            owner.inputs[0].type.context_name == context:
+        return owner.inputs[0]
+    return gpu_from_host(var, context)
+
+
+def _is_trivial(node):
+    # Shape bookkeeping that never touches array data stays on the host freely.
+    return type(node.op).__name__ in ("Shape", "Shape_i", "MakeVector")
+
+
+@graph_rewriter
+def gpu_placement(fgraph, verbose=False):
+    """Move the nodes the device backend can run; transfers at the edges."""
+    context = device_context()
+    if context is None:
+        return 0
+    from symgraph.ops.device_op import OnDevice
+    from symgraph.tensor.type import TensorType
+
+    GpuFromHost, HostFromGpu = _transfer_nodes()
+    kind = context.rstrip("0123456789")
+    moved = 0
+    for node in list(fgraph.toposort()):
+        if node not in fgraph.apply_nodes or isinstance(node.op, (OnDevice, GpuFromHost,
+                                                                  HostFromGpu)):
+            continue
+        if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
+            node.tag.cpu_reason = "not an array op"
+            continue
+        reason = device_support(kind, node)
+        if reason is not None:
+            node.tag.cpu_reason = reason
+            continue
+        from symgraph.ops.transfer import host_from_gpu
+
+        device_node = OnDevice(node.op, context).make_node(
+            *[_to_device(var, context) for var in node.inputs])
+        device_node.tag.trace = getattr(node.tag, "trace", None)
+        pairs = [(old, host_from_gpu(new)) for old, new in zip(node.outputs,
+                                                               device_node.outputs)]
+        if replace_validated(fgraph, pairs, "gpu_placement", verbose):
+            moved += 1
+    return moved
+
+
+def check_placement(fgraph):
+    """After the rewrites: apply ``warn_float64`` to float64 device nodes and
+    ``assert_no_cpu_op`` to the nodes left on the CPU (called by function(),
+    so that the user gets the warning or error itself, not a rewrite failure)."""
+    if device_context() is None:
+        return
+    _check_float64(fgraph)
+    _report_cpu_nodes(fgraph)
+
+
+def _check_float64(fgraph):
+    from symgraph.config import config
+    from symgraph.ops.device_op import OnDevice
+
+    if config.warn_float64 == "ignore":
+        return
+    # (under "raise" no float64 variable exists: making one raised already)
+    wide = [n for n in fgraph.apply_nodes if isinstance(n.op, OnDevice)
+            and any(getattr(v.type, "dtype", "") == "float64" for v in n.outputs)]
+    if not wide:
+        return
+    message = (f"{len(wide)} node(s) compute float64 on the GPU (e.g. {wide[0].op}), "
+               "where float64 runs at a fraction of float32's speed; set floatX=float32 "
+               "and cast, or set warn_float64=ignore")
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def cpu_nodes(fgraph):
+    """(node, reason) of the array nodes left on the host (transfers excluded)."""
+    from symgraph.ops.device_op import OnDevice
+
+    GpuFromHost, HostFromGpu = _transfer_nodes()
+    out = []
+    for node in fgraph.toposort():
+        if isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu)) or _is_trivial(node):
+            continue
+        out.append((node, getattr(node.tag, "cpu_reason", "not placed")))
+    return out
+
+
+def _report_cpu_nodes(fgraph):
+    from symgraph.config import config
+
+    policy = config.assert_no_cpu_op
+    if policy == "ignore":
+        return
+    left = cpu_nodes(fgraph)
+    if not left:
+        return
+    lines = "; ".join(f"{node.op} ({reason})" for node, reason in left[:8])
+    more = f" and {len(left) - 8} more" if len(left) > 8 else ""
+    message = f"{len(left)} node(s) stay on the CPU under device={config.device}: {lines}{more}"
+    if policy == "raise":
+        raise AssertionError(message)
+    warnings.warn(message, CpuOpWarning, stacklevel=3)
+
+
+register(gpu_placement, "fast_run", "fast_compile", "gpu", phase="gpu")

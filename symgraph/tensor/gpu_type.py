@@ -1,0 +1,169 @@
+"""The GPU tensor type: an array that lives in a device's memory.
+
+``GpuArrayType(dtype, shape=..., context_name="cuda0")`` is TensorType's
+counterpart on a device.  Its values are device arrays: the classes a device
+backend registers (:func:`register_device_array`), e.g. the emulated device's
+arrays or PyCUDA's ``GPUArray``.  Graphs meet it only through the transfer ops
+(``ops/transfer.py``) and the device nodes the ``gpu`` rewrites make: users
+keep passing and receiving NumPy arrays.
+"""
+
+import numpy as np
+
+from symgraph.graph.basic import Type, Variable
+from symgraph.tensor.type import ALL_DTYPES, TensorType
+
+__all__ = ["GpuArrayType", "GpuArrayVariable", "register_device_array", "to_device",
+           "to_host", "is_device_array"]
+
+#: context kind ("cuda") -> (array classes, put(ndarray, context_name), get(array))
+_ARRAYS = {}
+
+
+def register_device_array(kind, classes, put, get):
+    """A backend's device arrays for contexts named ``kind``/``kind<N>``:
+    ``classes`` (instances are values of a GpuArrayType), ``put(ndarray,
+    context_name)`` copying host data to the device, ``get(array)`` copying back
+    to a new ndarray."""
+    _ARRAYS[kind] = (tuple(classes), put, get)
+
+
+def _kind(context_name):
+    return (context_name or "cuda").rstrip("0123456789")
+
+
+def _registered(context_name):
+    try:
+        return _ARRAYS[_kind(context_name)]
+    except KeyError:
+        raise RuntimeError(f"no device backend handles the context {context_name!r} "
+                           "(set the flag device=cuda, with gpu.emulate=True on a machine "
+                           "without a GPU)") from None
+
+
+def is_device_array(value):
+    """True when ``value`` is an array of a registered device."""
+    return any(isinstance(value, classes) for classes, _, _ in _ARRAYS.values())
+
+
+def to_device(value, context_name):
+    """``value`` (array-like) copied to the device of ``context_name``."""
+    return _registered(context_name)[1](np.ascontiguousarray(value), context_name)
+
+
+def to_host(value):
+    """A device array copied to a new ndarray (an ndarray is returned as is)."""
+    for classes, _, get in _ARRAYS.values():
+        if isinstance(value, classes):
+            return get(value)
+    return np.asarray(value)
+
+
+class GpuArrayType(Type):
+    """An array type on a device: ``GpuArrayType('float32', shape=(None, 1),
+    context_name='cuda0')`` (``broadcastable`` may be given instead of ``shape``)."""
+
+    __props__ = ("dtype", "shape", "context_name")
+
+    def __init__(self, dtype, broadcastable=None, shape=None, context_name="cuda0", name=None):
+        dtype = str(np.dtype(dtype))
+        if dtype not in ALL_DTYPES:
+            raise TypeError(f"unsupported dtype {dtype!r}; use one of {', '.join(ALL_DTYPES)}")
+        if shape is None:
+            if broadcastable is None:
+                raise TypeError("GpuArrayType needs broadcastable or shape")
+            shape = tuple(1 if b else None for b in broadcastable)
+        self.dtype = dtype
+        self.shape = tuple(None if s is None else int(s) for s in shape)
+        self.context_name = context_name
+        self.name = name
+
+    @classmethod
+    def like(cls, tensor_type, context_name):
+        """The device counterpart of a TensorType."""
+        return cls(tensor_type.dtype, shape=tensor_type.shape, context_name=context_name)
+
+    @property
+    def broadcastable(self):
+        return tuple(s == 1 for s in self.shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def numpy_dtype(self):
+        return np.dtype(self.dtype)
+
+    def tensor_type(self):
+        """The TensorType of the same dtype and shape (the host side)."""
+        return TensorType(self.dtype, shape=self.shape)
+
+    def clone(self, dtype=None, shape=None, broadcastable=None):
+        """A copy with the dtype or the shape changed (same context)."""
+        if broadcastable is not None:
+            shape = tuple(1 if b else None for b in broadcastable)
+        return GpuArrayType(dtype or self.dtype, shape=self.shape if shape is None else shape,
+                            context_name=self.context_name)
+
+    def __str__(self):
+        if self.name:
+            return self.name
+        dims = ", ".join("?" if s is None else str(s) for s in self.shape)
+        trailing = "," if self.ndim == 1 else ""
+        return f"GpuArrayType<{self.context_name}>({self.dtype}, ({dims}{trailing}))"
+
+    __repr__ = __str__
+
+    def filter(self, value, strict=False, allow_downcast=None):
+        """``value`` as a device array of this type, or TypeError.  Host values
+        are copied to the device unless ``strict``."""
+        classes = _registered(self.context_name)[0]
+        if not isinstance(value, classes):
+            if strict:
+                raise TypeError(f"expected a device array on {self.context_name}, got "
+                                f"{type(value).__name__}")
+            value = to_device(self.tensor_type().filter(to_host(value), strict=False,
+                                                        allow_downcast=allow_downcast),
+                              self.context_name)
+        if str(value.dtype) != self.dtype:
+            raise TypeError(f"expected a device array of dtype {self.dtype}, got {value.dtype}")
+        if value.ndim != self.ndim:
+            raise TypeError(f"wrong number of dimensions: expected {self.ndim}, "
+                            f"got {value.ndim} with shape {value.shape}")
+        for dim, (want, got) in enumerate(zip(self.shape, value.shape)):
+            if want is not None and want != got:
+                raise TypeError(f"dimension {dim} must have size {want} "
+                                f"(the type {self} says so), got shape {value.shape}")
+        return value
+
+    def values_eq(self, a, b):
+        return np.array_equal(to_host(a), to_host(b))
+
+    def values_eq_approx(self, a, b):
+        return self.tensor_type().values_eq_approx(to_host(a), to_host(b))
+
+    def make_variable(self, name=None):
+        return GpuArrayVariable(self, name=name)
+
+
+class GpuArrayVariable(Variable):
+    """A variable of a GpuArrayType: what transfers and device nodes produce."""
+
+    @property
+    def ndim(self):
+        return self.type.ndim
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def broadcastable(self):
+        return self.type.broadcastable
+
+    def transfer(self, target):
+        """This variable moved to ``target`` ('cpu' or a device context)."""
+        from symgraph.ops.transfer import transfer
+
+        return transfer(self, target)
