@@ -7,7 +7,8 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import elemwise, transfer
+from symgraph.ops import elemwise, reduce, shape, transfer
+from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
 __all__ = ["BACKEND", "device_reason"]
@@ -17,14 +18,23 @@ BACKEND = "cuda"
 
 _G = "symgraph.backends.cuda."
 
+_CPU = "symgraph.backends.cpu."
+
 _TABLE = [
-    (elemwise.Elemwise, "elemwise:elemwise_lowering"),
-    (transfer.GpuFromHost, "transfer:gpu_from_host_lowering"),
-    (transfer.HostFromGpu, "transfer:host_from_gpu_lowering"),
+    (elemwise.Elemwise, _G + "elemwise:elemwise_lowering"),
+    # Views only describe memory: the CPU's kernels (host code that never
+    # touches the data) serve the device too; the step's allocator makes the view.
+    (elemwise.DimShuffle, _CPU + "shape.codegen:dimshuffle_kernel"),
+    (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
+    (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
+    (reduce.CAReduce, _G + "reduce:careduce_lowering"),
+    (ReduceOfElemwise, _G + "reduce:fused_reduce_lowering"),
+    (transfer.GpuFromHost, _G + "transfer:gpu_from_host_lowering"),
+    (transfer.HostFromGpu, _G + "transfer:host_from_gpu_lowering"),
 ]
 
 for _cls, _rule in _TABLE:
-    register_lowering(_cls, _G + _rule, backend=BACKEND)
+    register_lowering(_cls, _rule, backend=BACKEND)
 
 
 def device_reason(node):
@@ -35,6 +45,10 @@ def device_reason(node):
         from symgraph.backends.cuda.elemwise import elemwise_reason
 
         return elemwise_reason(node)
+    if isinstance(node.op, (reduce.CAReduce, ReduceOfElemwise)):
+        from symgraph.backends.cuda.reduce import reduce_reason
+
+        return reduce_reason(node)
     return None
 
 

@@ -68,6 +68,25 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return CKernel(source=source, support=(_PACK,), headers=("<stdlib.h>",), version=1)
 
 
+# Gathers a strided device array (a view: a transpose, a slice) into contiguous
+# device memory, one element of itemsize bytes per thread of a grid-stride loop.
+_GATHER = ("sg_cuda_gather_v1", """
+typedef struct { int ndim; int64_t n, itemsize; int64_t shape[8], strides[8]; } sg_cuda_geom;
+
+__global__ void sg_cuda_gather(sg_cuda_geom g, const char *src, char *dst) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < g.n;
+         i += (int64_t)blockDim.x * gridDim.x) {
+        int64_t rem = i, off = 0;
+        for (int d = g.ndim - 1; d >= 0; d--) {
+            off += (rem % g.shape[d]) * g.strides[d];
+            rem /= g.shape[d];
+        }
+        for (int64_t b = 0; b < g.itemsize; b++) dst[i * g.itemsize + b] = src[off + b];
+    }
+}
+""")
+
+
 def host_from_gpu_lowering(op, node):
     """CUDA of HostFromGpu: one copy of a contiguous device array to the host."""
     dtype = str(node.outputs[0].dtype)
@@ -78,13 +97,33 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     const int64_t itemsize = (int64_t)sizeof({c_type(dtype)});
     const int64_t n = sg_size(&in[0]);
     if (n == 0) return 0;
-    if (!sg_is_c_contiguous(&in[0], itemsize))
-        SG_FAIL(err, SG_ERR_RUNTIME, "a device array to copy back is not contiguous");
-    if (cudaMemcpy(out[0].data, in[0].data, (size_t)(n * itemsize),
-                   cudaMemcpyDeviceToHost) != cudaSuccess)
+    const char *src = in[0].data;
+    char *packed = NULL;
+    if (!sg_is_c_contiguous(&in[0], itemsize)) {{
+        if (in[0].ndim > 8)
+            SG_FAIL(err, SG_ERR_RUNTIME, "a strided device array of more than 8 dimensions "
+                    "cannot be copied back yet");
+        sg_cuda_geom g;
+        g.ndim = in[0].ndim; g.n = n; g.itemsize = itemsize;
+        for (int d = 0; d < g.ndim; d++) {{
+            g.shape[d] = in[0].shape[d];
+            g.strides[d] = in[0].strides[d];
+        }}
+        if (cudaMalloc((void **)&packed, (size_t)(n * itemsize)) != cudaSuccess)
+            SG_FAIL(err, SG_ERR_MEMORY, "no device memory to gather a strided array");
+        int64_t blocks = (n + 255) / 256;
+        if (blocks > 4096) blocks = 4096;
+        SG_LAUNCH(sg_cuda_gather, (unsigned)blocks, 256, 0, g, src, packed);
+        SG_CUDA_CHECK(err, "the gather of a strided device array");
+        src = packed;
+    }}
+    cudaError_t e = cudaMemcpy(out[0].data, src, (size_t)(n * itemsize),
+                               cudaMemcpyDeviceToHost);
+    if (packed != NULL) cudaFree(packed);
+    if (e != cudaSuccess)
         SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes from the device failed",
                 (long long)(n * itemsize));
     return 0;
 }}
 """
-    return CKernel(source=source, version=1)
+    return CKernel(source=source, support=(_GATHER,), version=2)
