@@ -25,7 +25,7 @@ class PlacementReport:
     transfers: list = field(default_factory=list)
 
     def __str__(self):
-        lines = [f"device={self.device}: {len(self.device_nodes)} node(s) on the device, "
+        lines = [f"{self.device}: {len(self.device_nodes)} node(s) on the device, "
                  f"{len(self.cpu_nodes)} on the CPU, {len(self.transfers)} transfer(s)"]
         for node, reason in self.cpu_nodes:
             lines.append(f"  CPU   {node.op}: {reason}")
@@ -44,13 +44,14 @@ def _bytes(var):
 
 def placement_report(function):
     """A :class:`PlacementReport` of the compiled ``function`` (print it)."""
-    from symgraph.config import config
     from symgraph.ops.device_op import OnDevice
     from symgraph.ops.transfer import GpuFromHost, HostFromGpu
     from symgraph.opt.gpu_placement import cpu_nodes
 
     fgraph = function.maker.fgraph
-    report = PlacementReport(device=str(config.device))
+    contexts = {getattr(v.type, "context_name", None) for n in fgraph.apply_nodes
+                for v in n.outputs} - {None}
+    report = PlacementReport(device=", ".join(sorted(contexts)) or "cpu")
     for node in fgraph.toposort():
         if isinstance(node.op, OnDevice):
             report.device_nodes.append(str(node.op))

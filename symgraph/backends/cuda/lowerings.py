@@ -7,7 +7,7 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import elemwise, reduce, shape, transfer
+from symgraph.ops import blas, elemwise, gemm, nnet, nnet_loss, reduce, shape, transfer
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -28,7 +28,16 @@ _TABLE = [
     (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
     (reduce.CAReduce, _G + "reduce:careduce_lowering"),
+    (blas.Dot, _G + "blas:dot_lowering"),
+    (gemm.Gemm, _G + "blas:blas_update_lowering"),
+    (gemm.Gemv, _G + "blas:blas_update_lowering"),
+    (gemm.Ger, _G + "blas:blas_update_lowering"),
     (ReduceOfElemwise, _G + "reduce:fused_reduce_lowering"),
+    (nnet.Softmax, _G + "nnet:softmax_lowering"),
+    (nnet.LogSoftmax, _G + "nnet:softmax_lowering"),
+    (nnet.SoftmaxGrad, _G + "nnet:softmax_grad_lowering"),
+    (nnet_loss.SoftmaxCrossEntropy1Hot, _G + "nnet:xent_lowering"),
+    (nnet_loss.SoftmaxCrossEntropy1HotGrad, _G + "nnet:xent_grad_lowering"),
     (transfer.GpuFromHost, _G + "transfer:gpu_from_host_lowering"),
     (transfer.HostFromGpu, _G + "transfer:host_from_gpu_lowering"),
 ]
@@ -45,6 +54,16 @@ def device_reason(node):
         from symgraph.backends.cuda.elemwise import elemwise_reason
 
         return elemwise_reason(node)
+    if isinstance(node.op, (blas.Dot, gemm.Gemm, gemm.Gemv, gemm.Ger)):
+        from symgraph.backends.cuda.blas import blas_reason
+
+        return blas_reason(node)
+    if isinstance(node.op, (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad,
+                            nnet_loss.SoftmaxCrossEntropy1Hot,
+                            nnet_loss.SoftmaxCrossEntropy1HotGrad)):
+        from symgraph.backends.cuda.nnet import nnet_reason
+
+        return nnet_reason(node)
     if isinstance(node.op, (reduce.CAReduce, ReduceOfElemwise)):
         from symgraph.backends.cuda.reduce import reduce_reason
 

@@ -1,0 +1,163 @@
+"""CUDA for the BLAS ops (``Dot``, ``Gemm``, ``Gemv``, ``Ger``): symgraph's own
+tiled matrix product, in shared memory.
+
+cuBLAS does not exist on the emulated device, so these kernels are what runs
+there, and the fallback on a GPU without cuBLAS.  One kernel serves every op:
+``out = alpha * A @ B (+ C, scaled by beta)``, with each operand read through
+its strides (a vector is a matrix with a zero stride; a transposed view is
+just other strides), tiles of TILE x TILE staged in shared memory, and the
+dot products accumulated in the compute type.  Device nodes never write in
+place (``OnDevice`` declares no destroy map), so ``Gemm`` makes a new output.
+"""
+
+from symgraph.backends.c_family.c_text import c_string
+from symgraph.backends.c_family.c_types import c_compute_type, c_type
+from symgraph.backends.native.kernel import CKernel
+
+__all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering"]
+
+TILE = 16
+_DTYPES = ("float32", "float64")
+
+_KERNEL = """
+__global__ void SG_FN(gemm)(int64_t M, int64_t N, int64_t K,
+                            const T *A, int64_t sa0, int64_t sa1,
+                            const T *B, int64_t sb0, int64_t sb1,
+                            const T *C, int64_t sc0, int64_t sc1,
+                            const T *alpha, const T *beta, T *O) {
+    __shared__ ACC As[TILE][TILE];
+    __shared__ ACC Bs[TILE][TILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t row = (int64_t)blockIdx.y * TILE + ty, col = (int64_t)blockIdx.x * TILE + tx;
+    ACC acc = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += TILE) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? (ACC)A[row * sa0 + (k0 + tx) * sa1] : (ACC)0;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? (ACC)B[(k0 + ty) * sb0 + col * sb1] : (ACC)0;
+        __syncthreads();
+        for (int kk = 0; kk < TILE; kk++) acc += As[ty][kk] * Bs[kk][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) {
+        ACC r = acc;
+        if (alpha != 0) r = (ACC)*alpha * r;
+        if (C != 0) {
+            ACC c = (ACC)C[row * sc0 + col * sc1];
+            if (beta != 0) c = c * (ACC)*beta;
+            r = c + r;
+        }
+        O[row * N + col] = (T)r;
+    }
+}
+
+static int SG_FN(launch)(int64_t M, int64_t N, int64_t K, const T *A, int64_t sa0,
+                         int64_t sa1, const T *B, int64_t sb0, int64_t sb1, const T *C,
+                         int64_t sc0, int64_t sc1, const T *alpha, const T *beta, T *O,
+                         sg_error *err) {
+    if (M == 0 || N == 0) return 0;
+    dim3 grid((unsigned)((N + TILE - 1) / TILE), (unsigned)((M + TILE - 1) / TILE));
+    dim3 block(TILE, TILE);
+    SG_LAUNCH(SG_FN(gemm), grid, block, 0, M, N, K, A, sa0, sa1, B, sb0, sb1, C, sc0, sc1,
+              alpha, beta, O);
+    SG_CUDA_CHECK(err, WHAT);
+    return 0;
+}
+"""
+
+
+def blas_reason(node):
+    """None when the BLAS ``node`` has a CUDA kernel here, else why not."""
+    dtypes = {str(v.dtype) for v in node.inputs + node.outputs}
+    if len(dtypes) != 1 or dtypes.pop() not in _DTYPES:
+        return "only float32 and float64 matrix products of one dtype run on the device"
+    return None
+
+
+def _kernel(node, run, what):
+    dtype = str(node.outputs[0].dtype)
+    header = (f"#define T {c_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
+              f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n")
+    source = (header + _KERNEL + run +
+              "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n")
+    return CKernel(source=source, version=1)
+
+
+# (rows, columns, row stride, column stride) of an operand, in elements:
+# a vector is one row or one column with a zero stride across.
+def _as_rows(i):
+    return (f"in[{i}].shape[0]", "1", f"in[{i}].strides[0] / (int64_t)sizeof(T)", "0")
+
+
+def _as_cols(i):
+    return ("1", f"in[{i}].shape[0]", "0", f"in[{i}].strides[0] / (int64_t)sizeof(T)")
+
+
+def _matrix(i):
+    return (f"in[{i}].shape[0]", f"in[{i}].shape[1]",
+            f"in[{i}].strides[0] / (int64_t)sizeof(T)", f"in[{i}].strides[1] / (int64_t)sizeof(T)")
+
+
+def dot_lowering(op, node):
+    """CUDA of Dot: 2-d and 1-d operands in every combination."""
+    if blas_reason(node) is not None:
+        return None
+    x, y = node.inputs
+    # A is (M, K), B is (K, N); a 1-d x is one row, a 1-d y one column
+    a = _matrix(0) if x.ndim == 2 else _as_cols(0)
+    b = _matrix(1) if y.ndim == 2 else _as_rows(1)
+    out_dims = ([f"in[0].shape[0]"] if x.ndim == 2 else []) + \
+               ([f"in[1].shape[1]"] if y.ndim == 2 else [])
+    shapes = "\n".join(f"    out_shapes[{k}] = {d};" for k, d in enumerate(out_dims))
+    run = f"""
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    if ({a[1]} != {b[0]})
+        SG_FAIL(err, SG_ERR_VALUE, "device Dot: shapes are not aligned: %lld != %lld",
+                (long long)({a[1]}), (long long)({b[0]}));
+{shapes}
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    return SG_FN(launch)({a[0]}, {b[1]}, {a[1]}, (const T *)in[0].data, {a[2]}, {a[3]},
+                         (const T *)in[1].data, {b[2]}, {b[3]}, 0, 0, 0, 0, 0,
+                         (T *)out[0].data, err);
+}}
+"""
+    return _kernel(node, run, "the device matrix product (Dot)")
+
+
+def blas_update_lowering(op, node):
+    """CUDA of Gemm (z*b + a*x@y), Gemv (z*b + a*A@x) and Ger (z + a*outer(x, y)),
+    into a new output."""
+    if blas_reason(node) is not None:
+        return None
+    kind = type(op).__name__
+    if kind == "Gemm":
+        a, b, c, alpha, beta = _matrix(2), _matrix(3), _matrix(0), "in[1].data", "in[4].data"
+    elif kind == "Gemv":
+        a, b, alpha, beta = _matrix(2), _as_rows(3), "in[1].data", "in[4].data"
+        c = _as_rows(0)
+    elif kind == "Ger":
+        a, b, c, alpha, beta = _as_rows(2), _as_cols(3), _matrix(0), "in[1].data", "0"
+    else:
+        return None
+    dims = [f"in[0].shape[{d}]" for d in range(node.outputs[0].ndim)]
+    shapes = "\n".join(f"    out_shapes[{k}] = {d};" for k, d in enumerate(dims))
+    run = f"""
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    if ({a[1]} != {b[0]} || {c[0]} != {a[0]} || {c[1]} != {b[1]})
+        SG_FAIL(err, SG_ERR_VALUE, "device {kind}: shapes are not aligned (%lld x %lld by "
+                "%lld x %lld into %lld x %lld)", (long long)({a[0]}), (long long)({a[1]}),
+                (long long)({b[0]}), (long long)({b[1]}), (long long)({c[0]}),
+                (long long)({c[1]}));
+{shapes}
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    return SG_FN(launch)({a[0]}, {b[1]}, {a[1]}, (const T *)in[2].data, {a[2]}, {a[3]},
+                         (const T *)in[3].data, {b[2]}, {b[3]}, (const T *)in[0].data,
+                         {c[2]}, {c[3]}, (const T *){alpha}, (const T *){beta},
+                         (T *)out[0].data, err);
+}}
+"""
+    return _kernel(node, run, f"the device {kind}")
