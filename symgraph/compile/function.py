@@ -437,9 +437,10 @@ def _conform_update(shared_var, expr):
             from symgraph.ops.math import cast
 
             expr = cast(expr, shared_var.dtype)
-        converted = shared_var.type.convert_variable(expr)
-        if converted is not None:
-            return converted
+    # (a device shared variable takes a host expression through a transfer)
+    converted = shared_var.type.convert_variable(expr)
+    if converted is not None:
+        return converted
     raise TypeError(
         f"the update of {_kind(shared_var)} {shared_var} has type {expr.type}, but the "
         f"variable has type {shared_var.type}; cast the expression (for example with "

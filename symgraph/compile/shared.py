@@ -58,6 +58,28 @@ class TensorSharedVariable(_TensorOperators, SharedVariable):
     """A shared array: NumPy-like operators, like any tensor variable."""
 
 
+class GpuArraySharedVariable(_TensorOperators, SharedVariable):
+    """A shared array kept in a device's memory (``device=cuda``): functions
+    read and update it there.  ``get_value()`` returns a host ndarray;
+    ``get_value(borrow=True, return_internal_type=True)`` the device array
+    itself; ``set_value`` takes either."""
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The current value: a host ndarray, or the device array itself
+        (``return_internal_type=True``; a copy unless ``borrow``)."""
+        from symgraph.tensor.gpu_type import to_device, to_host
+
+        value = self.container.storage[0]
+        if return_internal_type:
+            return value if borrow else to_device(to_host(value), self.type.context_name)
+        return to_host(value)
+
+    def _as_tensor_variable(self):
+        from symgraph.ops.transfer import host_from_gpu
+
+        return host_from_gpu(self)
+
+
 class ObjectType(Type):
     """The type of a shared Python object that is not an array (a generator, ...)."""
 
@@ -103,7 +125,28 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
         if broadcastable is not None:
             shape = tuple(1 if b else None for b in broadcastable)
         ttype = TensorType(str(arr.dtype), shape=shape or (None,) * arr.ndim)
+        context = _device_context()
+        if context is not None and arr.dtype.kind == "f":
+            from symgraph.tensor.gpu_type import GpuArrayType
+
+            # the copy to the device is the copy borrow=False asks for
+            return GpuArraySharedVariable(GpuArrayType.like(ttype, context), value, name=name,
+                                          strict=False, borrow=True,
+                                          allow_downcast=allow_downcast)
         return TensorSharedVariable(ttype, value, name=name, strict=strict, borrow=borrow,
                                     allow_downcast=allow_downcast)
     return SharedVariable(ObjectType(type(value)), value, name=name, strict=strict,
                           borrow=borrow)
+
+
+def _device_context():
+    """The device context float shared variables live on (``device=cuda``), or
+    None; the device is made ready (or its absence reported) first."""
+    from symgraph.opt.gpu_placement import device_context
+
+    context = device_context()
+    if context is not None:
+        from symgraph.backends.cuda.backend import ensure_device
+
+        ensure_device()
+    return context

@@ -16,7 +16,7 @@ import warnings
 from symgraph.opt.driver import replace_validated
 from symgraph.opt.placement_support import device_support
 from symgraph.opt.registry import register
-from symgraph.opt.rewriter import graph_rewriter
+from symgraph.opt.rewriter import graph_rewriter, node_rewriter
 
 __all__ = ["device_context", "gpu_placement", "check_placement", "cpu_nodes", "CpuOpWarning"]
 
@@ -151,3 +151,21 @@ def _report_cpu_nodes(fgraph):
 
 
 register(gpu_placement, "fast_run", "fast_compile", "gpu", phase="gpu")
+
+
+@node_rewriter(["symgraph.ops.transfer:GpuFromHost"])
+def local_cut_transfer_pair(fgraph, node):
+    """``GpuFromHost(HostFromGpu(x)) -> x`` on one device: a value that went to
+    the host and straight back (a device shared variable's update, the gradient
+    of a transfer) never leaves the device."""
+    GpuFromHost, HostFromGpu = _transfer_nodes()
+    source = node.inputs[0].owner
+    if source is None or not isinstance(source.op, HostFromGpu):
+        return None
+    device_value = source.inputs[0]
+    if device_value.type.context_name != node.op.context_name:
+        return None
+    return [device_value] if device_value.type == node.outputs[0].type else None
+
+
+register(local_cut_transfer_pair, "fast_run", "fast_compile", "gpu", phase="gpu")

@@ -12,6 +12,7 @@ import numpy as np
 
 from symgraph.graph.basic import Type, Variable
 from symgraph.tensor.type import ALL_DTYPES, TensorType
+from symgraph.tensor.var import _TensorOperators
 
 __all__ = ["GpuArrayType", "GpuArrayVariable", "register_device_array", "to_device",
            "to_host", "is_device_array"]
@@ -146,9 +147,26 @@ class GpuArrayType(Type):
     def make_variable(self, name=None):
         return GpuArrayVariable(self, name=name)
 
+    def convert_variable(self, var):
+        """``var`` as this type: itself, or a host tensor of the same dtype and
+        rank copied to this type's device; None when it cannot be."""
+        if var.type == self:
+            return var
+        if isinstance(var.type, GpuArrayType) and var.type.context_name == self.context_name \
+                and self.tensor_type().convert_variable(var.type.tensor_type()()) is not None:
+            return var
+        if isinstance(var.type, TensorType) and var.type.dtype == self.dtype \
+                and var.type.ndim == self.ndim:
+            from symgraph.ops.transfer import gpu_from_host
 
-class GpuArrayVariable(Variable):
-    """A variable of a GpuArrayType: what transfers and device nodes produce."""
+            return gpu_from_host(var, self.context_name)
+        return None
+
+
+class GpuArrayVariable(_TensorOperators, Variable):
+    """A variable of a GpuArrayType: what transfers and device nodes produce.
+    Its operators work as a host tensor's (through a copy back, which the
+    ``gpu`` rewrites remove when the result stays on the device)."""
 
     @property
     def ndim(self):
@@ -167,3 +185,11 @@ class GpuArrayVariable(Variable):
         from symgraph.ops.transfer import transfer
 
         return transfer(self, target)
+
+    def _as_tensor_variable(self):
+        # a device variable used where a host tensor is expected: Theano's
+        # implicit copy back; the gpu rewrites remove it when the user stays
+        # on the device
+        from symgraph.ops.transfer import host_from_gpu
+
+        return host_from_gpu(self)

@@ -1,0 +1,58 @@
+"""Shared variables on the device (device=cuda): values stay there between
+calls; get_value/set_value speak NumPy unless asked for the device array."""
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.tensor as T
+from symgraph.compile.shared import GpuArraySharedVariable, TensorSharedVariable
+from symgraph.ops.transfer import GpuFromHost, HostFromGpu
+
+EMULATED = {"device": "cuda", "gpu.emulate": True}
+
+
+def test_float_shared_variables_live_on_the_device_and_ints_on_the_host():
+    with symgraph.config.change_flags(**EMULATED):
+        w = symgraph.shared(np.ones((3, 2), "f"), name="w")
+        n = symgraph.shared(np.arange(3), name="n")
+    assert isinstance(w, GpuArraySharedVariable) and str(w.type).startswith("GpuArrayType")
+    assert isinstance(n, TensorSharedVariable)
+    value = w.get_value()
+    assert type(value) is np.ndarray and value.shape == (3, 2)
+    inner = w.get_value(borrow=True, return_internal_type=True)
+    assert type(inner).__name__ == "EmulatedDeviceArray"
+    assert w.get_value(borrow=True, return_internal_type=True) is inner
+    assert w.get_value(return_internal_type=True) is not inner      # a copy
+    value[:] = 7                                                    # a copy too
+    assert (w.get_value() == 1).all()
+
+
+def test_updates_stay_on_the_device_and_only_inputs_and_outputs_move():
+    with symgraph.config.change_flags(**EMULATED):
+        w = symgraph.shared(np.ones((3, 2), "f"), name="w")
+        x = T.fmatrix("x")
+        cost = T.sum(T.dot(x, w) ** 2)
+        f = symgraph.function([x], cost, updates=[(w, w - 0.01 * T.grad(cost, w))])
+    nodes = f.maker.fgraph.toposort()
+    assert sum(isinstance(n.op, GpuFromHost) for n in nodes) == 1       # x
+    assert sum(isinstance(n.op, HostFromGpu) for n in nodes) == 1       # the cost
+    data = np.ones((4, 3), "f")
+    expected_w = np.ones((3, 2), "f")
+    for _ in range(3):
+        expected_cost = ((data @ expected_w) ** 2).sum()
+        np.testing.assert_allclose(f(data), expected_cost, rtol=1e-5)
+        expected_w = expected_w - 0.01 * (2 * data.T @ (data @ expected_w))
+    np.testing.assert_allclose(w.get_value(), expected_w, rtol=1e-5)
+
+
+def test_set_value_takes_host_or_device_arrays_and_checks_them():
+    with symgraph.config.change_flags(**EMULATED):
+        w = symgraph.shared(np.ones(4, "f"), name="w")
+        f = symgraph.function([], w * 2)
+    w.set_value(np.arange(4, dtype="f"))
+    np.testing.assert_allclose(f(), np.arange(4) * 2)
+    w.set_value(w.get_value(borrow=True, return_internal_type=True) + 1)
+    np.testing.assert_allclose(f(), (np.arange(4) + 1) * 2)
+    with pytest.raises(TypeError, match="wrong number of dimensions"):
+        w.set_value(np.ones((2, 2), "f"))
