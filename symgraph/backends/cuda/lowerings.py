@@ -22,8 +22,10 @@ _CPU = "symgraph.backends.cpu."
 
 _TABLE = [
     (elemwise.Elemwise, _G + "elemwise:elemwise_lowering"),
-    # Views only describe memory: the CPU's kernels (host code that never
-    # touches the data) serve the device too; the step's allocator makes the view.
+    # Views only describe memory: the CPU's kernels (host code that reads the
+    # descriptors, never the data) serve the device too; the step's allocator
+    # makes the view.  A CPU kernel that reads an input's data must not be
+    # listed here: that data is device memory.
     (elemwise.DimShuffle, _CPU + "shape.codegen:dimshuffle_kernel"),
     (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
@@ -50,6 +52,9 @@ def device_reason(node):
     """None when the host node ``node`` can run on the device, else the reason."""
     if lowering_rule(node.op, BACKEND) is None:
         return f"no CUDA lowering for {type(node.op).__name__}"
+    if isinstance(node.op, shape.SpecifyShape) and "?" in tuple(node.op.shape):
+        # its kernel reads the symbolic sizes' values, which would be device memory
+        return "a shape given by variables is checked on the host"
     if isinstance(node.op, elemwise.Elemwise):
         from symgraph.backends.cuda.elemwise import elemwise_reason
 
