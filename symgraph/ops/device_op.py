@@ -15,17 +15,27 @@ __all__ = ["OnDevice"]
 
 
 class OnDevice(Op):
-    """``op`` computed in the memory of the device ``context_name``."""
+    """``op`` computed in the memory of the device ``context_name``.
 
-    __props__ = ("op", "context_name")
+    ``host_inputs``: the positions of inputs the kernel reads on the host
+    (index values, target shapes: small integers); every other input is a
+    device array."""
 
-    def __init__(self, op, context_name="cuda0"):
+    __props__ = ("op", "context_name", "host_inputs")
+
+    def __init__(self, op, context_name="cuda0", host_inputs=()):
         self.op = op
         self.context_name = context_name
+        self.host_inputs = tuple(sorted(host_inputs))
 
     def make_node(self, *inputs):
         for position, var in enumerate(inputs):
-            if not isinstance(getattr(var, "type", None), GpuArrayType):
+            on_device = isinstance(getattr(var, "type", None), GpuArrayType)
+            if position in self.host_inputs:
+                if on_device:
+                    raise TypeError(f"{self}: input {position} ({var}) is read on the host; "
+                                    f"pass a host tensor")
+            elif not on_device:
                 raise TypeError(f"{self}: input {position} ({var}) is not on a device; "
                                 f"transfer it first (gpu_from_host)")
         inner = self._inner_node(inputs)
@@ -36,7 +46,8 @@ class OnDevice(Op):
 
     def _inner_node(self, inputs):
         """The wrapped op's node over host stand-ins of ``inputs``."""
-        return self.op.make_node(*[var.type.tensor_type()() for var in inputs])
+        return self.op.make_node(*[var.type.tensor_type()() if isinstance(var.type, GpuArrayType)
+                                   else var for var in inputs])
 
     def inner_node(self, node):
         """The wrapped op's node (host types) matching ``node``: what its

@@ -14,7 +14,7 @@ kernel.  ``gpu.emulate`` does not change what it produces.
 import warnings
 
 from symgraph.opt.driver import replace_validated
-from symgraph.opt.placement_support import device_support
+from symgraph.opt.placement_support import device_support, host_inputs
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import graph_rewriter, node_rewriter
 
@@ -83,8 +83,10 @@ def gpu_placement(fgraph, verbose=False):
             continue
         from symgraph.ops.transfer import host_from_gpu
 
-        device_node = OnDevice(node.op, context).make_node(
-            *[_to_device(var, context) for var in node.inputs])
+        on_host = host_inputs(kind, node)
+        device_node = OnDevice(node.op, context, on_host).make_node(
+            *[var if i in on_host else _to_device(var, context)
+              for i, var in enumerate(node.inputs)])
         device_node.tag.trace = getattr(node.tag, "trace", None)
         pairs = [(old, host_from_gpu(new)) for old, new in zip(node.outputs,
                                                                device_node.outputs)]

@@ -7,14 +7,24 @@ A backend registers ``support(node) -> None | str`` for its context kind
 shows the user.
 """
 
-__all__ = ["register_device_support", "device_support", "supported_kinds"]
+__all__ = ["register_device_support", "device_support", "host_inputs", "supported_kinds"]
 
 _SUPPORT = {}
+_HOST_INPUTS = {}
 
 
-def register_device_support(kind, support):
-    """``support(node)`` answers for the contexts of ``kind`` from now on."""
+def register_device_support(kind, support, host_inputs=None):
+    """``support(node)`` answers for the contexts of ``kind`` from now on;
+    ``host_inputs(node)`` gives the positions of the inputs its kernels read
+    on the host (index values, shapes), which stay in host memory."""
     _SUPPORT[kind] = support
+    _HOST_INPUTS[kind] = host_inputs
+
+
+def host_inputs(kind, node):
+    """The positions of ``node``'s inputs that stay on the host on a ``kind`` device."""
+    fn = _HOST_INPUTS.get(kind)
+    return tuple(sorted(fn(node))) if fn is not None else ()
 
 
 def supported_kinds():

@@ -182,3 +182,22 @@ def test_generated_cuda_is_valid_for_nvcc(rng, tmp_path):
         np.testing.assert_allclose(f(a, b), np.tanh(a) * b - np.log(a + 2), rtol=1e-6)
     assert list((tmp_path / "cache").rglob("check.cubin")) or \
         list((tmp_path / "cache").rglob("*.cu"))
+
+
+def test_basic_indexing_is_a_device_view_with_host_index_values(rng):
+    x = T.fmatrix("x")
+    i = T.iscalar("i")
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, i], [T.exp(x[i:, 1]), x[::2, ::-1] * 2, x[-1]])
+    views = [n for n in _ops(f, OnDevice) if "Subtensor" in str(n.op)]
+    assert views and all(n.op.host_inputs == tuple(range(1, len(n.inputs))) for n in views)
+    assert f.native.python_nodes == []
+    a = rng.random((7, 4)).astype("f")
+    got = f(a, 2)
+    np.testing.assert_allclose(got[0], np.exp(a[2:, 1]), rtol=1e-6)
+    np.testing.assert_allclose(got[1], a[::2, ::-1] * 2)
+    np.testing.assert_allclose(got[2], a[-1])
+    with symgraph.config.change_flags(**EMULATED):
+        g = symgraph.function([x, i], x[i] + 1)
+    with pytest.raises(IndexError):
+        g(a, 9)

@@ -51,7 +51,8 @@ class CudaBackend(Backend):
     def _target(self, node):
         """(op, node) the table is asked about: the wrapped op of a device node."""
         if isinstance(node.op, OnDevice):
-            return node.op.op, node.op.inner_node(node)
+            inner = node.op.inner_node(node)
+            return node.op.op, inner
         return node.op, node
 
     def has_lowering(self, node):

@@ -7,11 +7,12 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import blas, elemwise, gemm, nnet, nnet_loss, reduce, shape, transfer
+from symgraph.ops import (blas, elemwise, gemm, nnet, nnet_loss, reduce, shape, subtensor,
+                          transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
-__all__ = ["BACKEND", "device_reason"]
+__all__ = ["BACKEND", "device_reason", "host_inputs"]
 
 #: The name this backend registers under.
 BACKEND = "cuda"
@@ -29,6 +30,7 @@ _TABLE = [
     (elemwise.DimShuffle, _CPU + "shape.codegen:dimshuffle_kernel"),
     (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
+    (subtensor.Subtensor, _CPU + "index.basic:subtensor_kernel"),
     (reduce.CAReduce, _G + "reduce:careduce_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
     (gemm.Gemm, _G + "blas:blas_update_lowering"),
@@ -52,9 +54,6 @@ def device_reason(node):
     """None when the host node ``node`` can run on the device, else the reason."""
     if lowering_rule(node.op, BACKEND) is None:
         return f"no CUDA lowering for {type(node.op).__name__}"
-    if isinstance(node.op, shape.SpecifyShape) and "?" in tuple(node.op.shape):
-        # its kernel reads the symbolic sizes' values, which would be device memory
-        return "a shape given by variables is checked on the host"
     if isinstance(node.op, elemwise.Elemwise):
         from symgraph.backends.cuda.elemwise import elemwise_reason
 
@@ -76,4 +75,12 @@ def device_reason(node):
     return None
 
 
-register_device_support(BACKEND, device_reason)
+def host_inputs(node):
+    """Inputs read on the host by the kernel of ``node`` (they stay there):
+    a subtensor's index values, the sizes given to specify_shape."""
+    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape)):
+        return range(1, len(node.inputs))
+    return ()
+
+
+register_device_support(BACKEND, device_reason, host_inputs)
