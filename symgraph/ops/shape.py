@@ -32,6 +32,16 @@ def _disconnected(x):
     return disconnected_grad_for(x)
 
 
+def _array_variable(x):
+    """``x`` as a tensor, or a device array variable as it is: reading a shape
+    needs only the array's descriptor, so it never copies device data back."""
+    from symgraph.tensor.gpu_type import GpuArrayType
+
+    if isinstance(getattr(x, "type", None), GpuArrayType):
+        return x
+    return as_tensor_variable(x)
+
+
 def _normalize_axis(axis, ndim, who):
     """``axis`` as a non-negative int below ``ndim``, or an IndexError naming ``who``."""
     if not isinstance(axis, (numbers.Integral, np.integer)):
@@ -147,7 +157,7 @@ class Shape(Op):
     """The shape of a tensor, as an int64 vector of static length ``ndim``."""
 
     def make_node(self, x):
-        x = as_tensor_variable(x)
+        x = _array_variable(x)
         return Apply(self, [x], [TensorType("int64", shape=(x.ndim,))()])
 
     def perform(self, node, inputs, output_storage):
@@ -183,7 +193,7 @@ class Shape_i(Op):
         self.i = int(i)
 
     def make_node(self, x):
-        x = as_tensor_variable(x)
+        x = _array_variable(x)
         if not 0 <= self.i < x.ndim:
             raise IndexError(f"{self}: {x} has only {x.ndim} dimensions")
         return Apply(self, [x], [TensorType("int64", shape=())()])
@@ -203,7 +213,7 @@ class Shape_i(Op):
 
 def shape_i(x, i):
     """Dimension ``i`` of ``x``'s shape: an int64 scalar (a constant when known statically)."""
-    x = as_tensor_variable(x)
+    x = _array_variable(x)
     i = _normalize_axis(i, x.ndim, "shape_i")
     if x.type.shape[i] is not None:
         return constant(x.type.shape[i], dtype="int64")

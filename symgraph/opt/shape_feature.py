@@ -17,7 +17,11 @@ import numpy as np
 
 from symgraph.graph.basic import Constant
 from symgraph.graph.fg import Feature
+from symgraph.tensor.gpu_type import GpuArrayType
 from symgraph.tensor.type import TensorType
+
+#: The types whose variables have a shape the feature tracks.
+_ARRAY_TYPES = (TensorType, GpuArrayType)
 
 
 class ShapeError(ValueError):
@@ -59,7 +63,7 @@ class ShapeFeature(Feature):
 
     def shape_of(self, var):
         """``var``'s shape: a tuple of int64 scalar variables (constants where known)."""
-        if not isinstance(var.type, TensorType):
+        if not isinstance(var.type, _ARRAY_TYPES):
             raise TypeError(f"shape_of: {var} of type {var.type} is not a tensor")
         todo = [var]
         while todo:
@@ -73,7 +77,7 @@ class ShapeFeature(Feature):
                 todo.pop()
                 continue
             missing = [i for i in node.inputs
-                       if isinstance(i.type, TensorType) and i not in self._memo]
+                       if isinstance(i.type, _ARRAY_TYPES) and i not in self._memo]
             if missing:
                 todo.extend(missing)
                 continue
@@ -104,14 +108,14 @@ class ShapeFeature(Feature):
         return shape
 
     def _infer(self, node):
-        input_shapes = [self._memo.get(i) if isinstance(i.type, TensorType) else None
+        input_shapes = [self._memo.get(i) if isinstance(i.type, _ARRAY_TYPES) else None
                         for i in node.inputs]
         try:
             shapes = node.op.infer_shape(self.fgraph, node, input_shapes)
         except NotImplementedError:
             shapes = None
         for pos, out in enumerate(node.outputs):
-            if not isinstance(out.type, TensorType):
+            if not isinstance(out.type, _ARRAY_TYPES):
                 continue
             if shapes is None:
                 self._memo[out] = self._fallback_shape(out)

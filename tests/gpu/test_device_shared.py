@@ -56,3 +56,18 @@ def test_set_value_takes_host_or_device_arrays_and_checks_them():
     np.testing.assert_allclose(f(), (np.arange(4) + 1) * 2)
     with pytest.raises(TypeError, match="wrong number of dimensions"):
         w.set_value(np.ones((2, 2), "f"))
+
+
+def test_shapes_of_device_values_are_read_without_copying_them_back():
+    from symgraph.ops.shape import Shape_i
+
+    with symgraph.config.change_flags(**EMULATED):
+        w = symgraph.shared(np.ones((3, 2), "f"), name="w")
+        x = T.fmatrix("x")
+        f = symgraph.function([x], (T.dot(x, w) - w.mean()).sum() + w.shape[0])
+    nodes = f.maker.fgraph.toposort()
+    reads = [n for n in nodes if isinstance(n.op, Shape_i)]
+    assert all(not isinstance(n.inputs[0].owner and n.inputs[0].owner.op, HostFromGpu)
+               for n in reads)
+    data = np.ones((4, 3), "f")
+    np.testing.assert_allclose(f(data), (data @ np.ones((3, 2)) - 1).sum() + 3)
