@@ -7,8 +7,8 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import (blas, elemwise, gemm, nnet, nnet_loss, reduce, shape, subtensor,
-                          transfer)
+from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, nnet, nnet_loss,
+                          reduce, shape, subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -32,6 +32,9 @@ _TABLE = [
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
     (subtensor.Subtensor, _CPU + "index.basic:subtensor_kernel"),
     (reduce.CAReduce, _G + "reduce:careduce_lowering"),
+    (advanced_subtensor.AdvancedSubtensor, _G + "index:gather_lowering"),
+    (advanced_subtensor.AdvancedIncSubtensor, _G + "index:scatter_add_lowering"),
+    (alloc.Alloc, _G + "index:alloc_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
     (gemm.Gemm, _G + "blas:blas_update_lowering"),
     (gemm.Gemv, _G + "blas:blas_update_lowering"),
@@ -68,6 +71,11 @@ def device_reason(node):
         from symgraph.backends.cuda.nnet import nnet_reason
 
         return nnet_reason(node)
+    if isinstance(node.op, (advanced_subtensor.AdvancedSubtensor,
+                            advanced_subtensor.AdvancedIncSubtensor, alloc.Alloc)):
+        from symgraph.backends.cuda.index import index_reason
+
+        return index_reason(node)
     if isinstance(node.op, (reduce.CAReduce, ReduceOfElemwise)):
         from symgraph.backends.cuda.reduce import reduce_reason
 
@@ -77,9 +85,12 @@ def device_reason(node):
 
 def host_inputs(node):
     """Inputs read on the host by the kernel of ``node`` (they stay there):
-    a subtensor's index values, the sizes given to specify_shape."""
-    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape)):
+    index values and sizes."""
+    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc,
+                            advanced_subtensor.AdvancedSubtensor)):
         return range(1, len(node.inputs))
+    if isinstance(node.op, advanced_subtensor.AdvancedIncSubtensor):
+        return range(2, len(node.inputs))
     return ()
 
 

@@ -1,0 +1,300 @@
+"""CUDA for gathers, scatter-adds and fills: ``x[i0, i1, ...]`` with one
+integer vector per dimension (``AdvancedSubtensor``), its increment
+(``AdvancedIncSubtensor``, repeated indices accumulating with atomics), and
+``Alloc``.
+
+Index vectors and sizes stay on the host (``host_inputs``): they are checked
+there with the CPU's errors, normalized (negative indices count back) and
+copied to the device once per call; the device never reports an error.
+Other index forms (slices mixed with arrays, boolean masks, matrices of
+indices) stay on the CPU.
+"""
+
+from symgraph.backends.c_family.c_text import c_string
+from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.native.kernel import CKernel
+
+__all__ = ["index_reason", "gather_lowering", "scatter_add_lowering", "alloc_lowering",
+           "MAX_DIMS"]
+
+MAX_DIMS = 8
+BLOCK = 256
+
+_ATOMIC_DTYPES = ("float32", "float64", "int32")
+
+
+def _vector_indices(node, first_index):
+    """True when the node's index is one integer vector per dimension of x."""
+    from symgraph.ops.advanced_subtensor import _entries
+
+    x = node.inputs[0]
+    entries = _entries(node.op, x, node.op.idx_list, node.inputs[first_index:])
+    return len(entries) == x.ndim and all(kind == "array" and value.ndim == 1
+                                          for kind, value, _ in entries)
+
+
+def index_reason(node):
+    """None when the gather/scatter/fill ``node`` runs on the device, else why not."""
+    name = type(node.op).__name__
+    dtype = str(node.outputs[0].dtype)
+    if not has_c_type(dtype) or dtype == "float16":
+        return f"dtype {dtype} has no CUDA indexing code yet"
+    if node.outputs[0].ndim > MAX_DIMS or node.inputs[0].ndim > MAX_DIMS:
+        return f"more than {MAX_DIMS} dimensions"
+    if name == "AdvancedSubtensor" and not _vector_indices(node, 1):
+        return "only one integer vector per dimension is gathered on the device"
+    if name == "AdvancedIncSubtensor":
+        if node.op.set_instead_of_inc:
+            return "setting with repeated indices has no deterministic device order"
+        if not _vector_indices(node, 2):
+            return "only one integer vector per dimension is scattered on the device"
+        if dtype not in _ATOMIC_DTYPES:
+            return f"no device atomic add for {dtype}"
+    return None
+
+
+def _index_code(first, n, name):
+    """Host C: the ``n`` index vectors at inputs ``first``.. checked against x's
+    shape, broadcast to one length ``count``, normalized, copied to the device
+    as ``dev_idx`` (n * count int64)."""
+    return f"""    int64_t count = 1;
+    for (int k = 0; k < {n}; k++) {{
+        int64_t len = in[{first} + k].shape[0];
+        if (len != 1 && count != 1 && len != count)
+            SG_FAIL(err, SG_ERR_INDEX, "{name}: shape mismatch: indexing arrays could not "
+                    "be broadcast together (lengths %lld and %lld)", (long long)count,
+                    (long long)len);
+        if (len != 1) count = len;
+    }}
+    for (int k = 0; k < {n}; k++) if (in[{first} + k].shape[0] == 0) count = 0;
+    int64_t *host = (int64_t *)malloc((size_t)({n} * (count > 0 ? count : 1)) * sizeof(int64_t));
+    if (host == NULL) SG_FAIL(err, SG_ERR_MEMORY, "no host memory for the indices");
+    for (int k = 0; k < {n}; k++) {{
+        const sg_array *v = &in[{first} + k];
+        int64_t size = in[0].shape[k];
+        for (int64_t j = 0; j < count; j++) {{
+            const char *p = v->data + (v->shape[0] == 1 ? 0 : j * v->strides[0]);
+            int64_t t = sg_cuda_read_index(p, IDX_KIND[k]);
+            if (t < -size || t >= size) {{
+                free(host);
+                SG_FAIL(err, SG_ERR_INDEX, "{name}: index %lld is out of bounds for axis %d "
+                        "with size %lld", (long long)t, k, (long long)size);
+            }}
+            host[k * count + j] = t < 0 ? t + size : t;
+        }}
+    }}
+    int64_t *dev_idx = NULL;
+    if (count > 0) {{
+        if (cudaMalloc((void **)&dev_idx, (size_t)({n} * count) * sizeof(int64_t)) != cudaSuccess) {{
+            free(host);
+            SG_FAIL(err, SG_ERR_MEMORY, "no device memory for the indices");
+        }}
+        cudaMemcpy(dev_idx, host, (size_t)({n} * count) * sizeof(int64_t),
+                   cudaMemcpyHostToDevice);
+    }}
+    free(host);
+"""
+
+
+# Reads one index of any integer dtype (the kind codes of _kind_code).
+_READ_INDEX = ("sg_cuda_read_index_v1", """
+static int64_t sg_cuda_read_index(const char *p, int kind) {
+    switch (kind) {
+        case 0: return *(const int8_t *)p;   case 1: return *(const int16_t *)p;
+        case 2: return *(const int32_t *)p;  case 3: return *(const int64_t *)p;
+        case 4: return *(const uint8_t *)p;  case 5: return *(const uint16_t *)p;
+        case 6: return *(const uint32_t *)p; default: return (int64_t)*(const uint64_t *)p;
+    }
+}
+""")
+
+_KIND = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint8": 4, "uint16": 5, "uint32": 6,
+         "uint64": 7}
+
+
+def _kinds(index_inputs):
+    return "{" + ", ".join(str(_KIND[str(v.dtype)]) for v in index_inputs) + "}"
+
+
+def gather_lowering(op, node):
+    """CUDA of ``x[i0, i1, ...]``, one integer vector per dimension of x."""
+    if index_reason(node) is not None:
+        return None
+    x = node.inputs[0]
+    n = x.ndim
+    T = c_type(x.dtype)
+    name = c_string(op, printf=True, limit=80)
+    source = f"""
+__global__ void SG_FN(kernel)(int64_t count, int n, const char *x, sg_cuda_strides st,
+                              const int64_t *idx, {T} *out) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t off = 0;
+        for (int k = 0; k < n; k++) off += idx[k * count + j] * st.s[k];
+        out[j] = *(const {T} *)(x + off);
+    }}
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    int64_t count = 1;
+    for (int k = 0; k < {n}; k++) {{
+        int64_t len = in[1 + k].shape[0];
+        if (len == 0) {{ count = 0; break; }}
+        if (len != 1) count = len;
+    }}
+    (void)err;
+    out_shapes[0] = count;
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    static const int IDX_KIND[] = {_kinds(node.inputs[1:])};
+{_index_code(1, n, name)}
+    if (count > 0) {{
+        sg_cuda_strides st;
+        for (int k = 0; k < {n}; k++) st.s[k] = in[0].strides[k];
+        int64_t blocks = (count + {BLOCK} - 1) / {BLOCK};
+        if (blocks > 4096) blocks = 4096;
+        SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, count, {n}, in[0].data, st,
+                  dev_idx, ({T} *)out[0].data);
+        cudaFree(dev_idx);
+        SG_CUDA_CHECK(err, "the device gather");
+    }}
+    return 0;
+}}
+"""
+    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
+                   version=1)
+
+
+_STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
+
+
+def scatter_add_lowering(op, node):
+    """CUDA of ``inc_subtensor(x[i0, i1, ...], y)``: a copy of x, then atomic adds
+    (repeated indices accumulate, as ``np.add.at``)."""
+    if index_reason(node) is not None:
+        return None
+    x, y = node.inputs[0], node.inputs[1]
+    n = x.ndim
+    T = c_type(x.dtype)
+    name = c_string(op, printf=True, limit=80)
+    source = f"""
+__global__ void SG_FN(copy)(int64_t total, int n, const char *x, sg_cuda_strides st,
+                            sg_cuda_strides shape, {T} *out) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t rem = j, off = 0;
+        for (int k = n - 1; k >= 0; k--) {{ off += (rem % shape.s[k]) * st.s[k]; rem /= shape.s[k]; }}
+        out[j] = *(const {T} *)(x + off);
+    }}
+}}
+
+__global__ void SG_FN(scatter)(int64_t count, int n, const char *y, int64_t ystride,
+                               sg_cuda_strides ost, const int64_t *idx, {T} *out) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t off = 0;
+        for (int k = 0; k < n; k++) off += idx[k * count + j] * ost.s[k];
+        atomicAdd(out + off, *(const {T} *)(y + j * ystride));
+    }}
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    (void)err;
+    for (int d = 0; d < {n}; d++) out_shapes[d] = in[0].shape[d];
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    static const int IDX_KIND[] = {_kinds(node.inputs[2:])};
+{_index_code(2, n, name)}
+    if ({y.ndim} == 1 && in[1].shape[0] != count && in[1].shape[0] != 1) {{
+        if (dev_idx) cudaFree(dev_idx);
+        SG_FAIL(err, SG_ERR_VALUE, "{name}: the value has %lld entries for %lld indexed "
+                "elements", (long long)in[1].shape[0], (long long)count);
+    }}
+    sg_cuda_strides st, shape, ost;
+    int64_t total = 1, step = 1;
+    for (int k = {n} - 1; k >= 0; k--) {{
+        st.s[k] = in[0].strides[k]; shape.s[k] = in[0].shape[k];
+        ost.s[k] = step; step *= in[0].shape[k]; total *= in[0].shape[k];
+    }}
+    if (total > 0) {{
+        int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
+        if (blocks > 4096) blocks = 4096;
+        SG_LAUNCH(SG_FN(copy), (unsigned)blocks, {BLOCK}, 0, total, {n}, in[0].data, st, shape,
+                  ({T} *)out[0].data);
+    }}
+    if (count > 0) {{
+        int64_t ystride = ({y.ndim} == 0 || in[1].shape[0] == 1) ? 0 : in[1].strides[0];
+        int64_t blocks = (count + {BLOCK} - 1) / {BLOCK};
+        if (blocks > 4096) blocks = 4096;
+        SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, count, {n}, in[1].data, ystride,
+                  ost, dev_idx, ({T} *)out[0].data);
+        cudaFree(dev_idx);
+    }}
+    SG_CUDA_CHECK(err, "the device scatter-add");
+    return 0;
+}}
+"""
+    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
+                   version=1)
+
+
+def alloc_lowering(op, node):
+    """CUDA of Alloc: ``value`` broadcast into a new array of the given shape
+    (the sizes are host inputs)."""
+    if index_reason(node) is not None:
+        return None
+    value, out = node.inputs[0], node.outputs[0]
+    n, lead = out.ndim, out.ndim - node.inputs[0].ndim
+    T = c_type(out.dtype)
+    source = f"""
+__global__ void SG_FN(kernel)(int64_t total, int n, const char *v, sg_cuda_strides vst,
+                              sg_cuda_strides shape, {T} *out) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t rem = j, off = 0;
+        for (int k = n - 1; k >= 0; k--) {{ off += (rem % shape.s[k]) * vst.s[k]; rem /= shape.s[k]; }}
+        out[j] = *(const {T} *)(v + off);
+    }}
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    for (int d = 0; d < {n}; d++) {{
+        int64_t size = sg_cuda_read_index(in[1 + d].data, IDX_KIND_SHAPE[d]);
+        if (size < 0) SG_FAIL(err, SG_ERR_VALUE, "Alloc: negative size in the requested shape");
+        out_shapes[d] = size;
+    }}
+    for (int d = 0; d < {value.ndim}; d++) {{
+        int64_t have = in[0].shape[d], want = out_shapes[{lead} + d];
+        if (have != want && have != 1)
+            SG_FAIL(err, SG_ERR_VALUE, "Alloc: cannot broadcast the value's dimension %d of "
+                    "size %lld to %lld", d, (long long)have, (long long)want);
+    }}
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    sg_cuda_strides vst, shape;
+    int64_t total = 1;
+    for (int d = 0; d < {n}; d++) {{
+        shape.s[d] = out[0].shape[d]; total *= shape.s[d];
+        int k = d - {lead};
+        vst.s[d] = (k < 0 || in[0].shape[k] == 1) ? 0 : in[0].strides[k];
+    }}
+    if (total == 0) return 0;
+    int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
+    if (blocks > 4096) blocks = 4096;
+    SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, total, {n}, in[0].data, vst, shape,
+              ({T} *)out[0].data);
+    SG_CUDA_CHECK(err, "the device fill (Alloc)");
+    return 0;
+}}
+"""
+    kinds = "{" + ", ".join(str(_KIND[str(v.dtype)]) for v in node.inputs[1:]) + "}" \
+        if n else "{0}"
+    source = f"static const int SG_FN(kinds)[] = {kinds};\n#define IDX_KIND_SHAPE SG_FN(kinds)\n" \
+        + source + "\n#undef IDX_KIND_SHAPE\n"
+    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), version=1)

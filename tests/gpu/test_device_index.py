@@ -1,0 +1,78 @@
+"""Gathers, scatter-adds and fills on the emulated device, against NumPy."""
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.tensor as T
+from symgraph.ops.device_op import OnDevice
+
+EMULATED = {"device": "cuda", "gpu.emulate": True}
+
+
+def _device_names(f):
+    return {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
+            if isinstance(n.op, OnDevice)}
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(9)
+
+
+def test_gather_with_one_vector_per_dimension(rng):
+    x = T.fmatrix("x")
+    i, j = T.lvectors("i", "j")
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, i, j], x[i, j] * 2)
+    assert "AdvancedSubtensor" in _device_names(f)
+    a = rng.random((5, 7)).astype("f")
+    rows, cols = np.array([0, 4, -1, 2]), np.array([6, 0, 3, -7])
+    np.testing.assert_allclose(f(a, rows, cols), a[rows, cols] * 2)
+    np.testing.assert_allclose(f(a, rows[:1], cols), a[rows[:1], cols] * 2)   # broadcast
+    assert f(a, rows[:0], cols[:0]).shape == (0,)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+        f(a, np.array([5]), np.array([0]))
+
+
+def test_scatter_add_accumulates_repeated_indices(rng):
+    x = T.fmatrix("x")
+    v = T.fvector("v")
+    i, j = T.lvectors("i", "j")
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, v, i, j], T.inc_subtensor(x[i, j], v))
+    assert "AdvancedIncSubtensor" in _device_names(f)
+    a = rng.random((4, 3)).astype("f")
+    vals = rng.random(5).astype("f")
+    rows, cols = np.array([0, 0, 3, -1, 1]), np.array([1, 1, 2, 2, 0])
+    want = a.copy()
+    np.add.at(want, (rows, cols), vals)
+    np.testing.assert_allclose(f(a, vals, rows, cols), want, rtol=1e-6)
+    assert (f(a, vals, rows, cols) != a).any() and a is not None
+
+
+def test_the_gradient_of_picked_log_probabilities(rng):
+    x = T.fmatrix("x")
+    y = T.lvector("y")
+    cost = -T.log(T.nnet.softmax(x) + 0)[T.arange(y.shape[0]), y].mean() + \
+        (x[T.arange(y.shape[0]), y] ** 2).sum()
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, y], [cost, T.grad(cost, x)])
+    cpu = symgraph.function([x, y], [cost, T.grad(cost, x)])
+    a = rng.standard_normal((6, 5)).astype("f")
+    t = rng.integers(0, 5, 6)
+    for got, want in zip(f(a, t), cpu(a, t)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_alloc_broadcasts_a_device_value(rng):
+    v = T.frow("v")
+    n = T.lscalar("n")
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([v, n], T.alloc(v * 2, n, 3) + 1)
+    assert "Alloc" in _device_names(f)
+    b = rng.random((1, 3)).astype("f")
+    np.testing.assert_allclose(f(b, 4), np.broadcast_to(b * 2, (4, 3)) + 1)
+    assert f(b, 0).shape == (0, 3)
+    with pytest.raises(ValueError):
+        f(b, -1)
