@@ -77,8 +77,10 @@ class CudaBackend(Backend):
         if _emulated():
             return {"cuda": "emulated", "compiler": _cxx_version(),
                     "emulator": _emulator_digest()}
+        from symgraph.backends.cuda.device import driver_version
+
         return {"cuda": "nvcc", "compiler": compiler.nvcc_version() or "none",
-                "archs": ",".join(compiler.ARCHS)}
+                "archs": ",".join(compiler.ARCHS), "driver": str(driver_version())}
 
     def headers_digest(self):
         return _headers_digest()
