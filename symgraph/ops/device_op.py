@@ -27,6 +27,9 @@ class OnDevice(Op):
         self.op = op
         self.context_name = context_name
         self.host_inputs = tuple(sorted(host_inputs))
+        # A view on the host is a view on the device (the kernel describes the
+        # same memory); device kernels never write in place, so no destroy_map.
+        self.view_map = dict(getattr(op, "view_map", None) or {})
 
     def make_node(self, *inputs):
         for position, var in enumerate(inputs):
