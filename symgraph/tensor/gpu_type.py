@@ -11,7 +11,7 @@ keep passing and receiving NumPy arrays.
 import numpy as np
 
 from symgraph.graph.basic import Type, Variable
-from symgraph.tensor.type import ALL_DTYPES, TensorType
+from symgraph.tensor.type import ALL_DTYPES, ArrayTypeProperties, TensorType
 from symgraph.tensor.var import _TensorOperators
 
 __all__ = ["GpuArrayType", "GpuArrayVariable", "register_device_array", "to_device",
@@ -60,7 +60,7 @@ def to_host(value):
     return np.asarray(value)
 
 
-class GpuArrayType(Type):
+class GpuArrayType(ArrayTypeProperties, Type):
     """An array type on a device: ``GpuArrayType('float32', shape=(None, 1),
     context_name='cuda0')`` (``broadcastable`` may be given instead of ``shape``)."""
 
@@ -83,18 +83,6 @@ class GpuArrayType(Type):
     def like(cls, tensor_type, context_name):
         """The device counterpart of a TensorType."""
         return cls(tensor_type.dtype, shape=tensor_type.shape, context_name=context_name)
-
-    @property
-    def broadcastable(self):
-        return tuple(s == 1 for s in self.shape)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def numpy_dtype(self):
-        return np.dtype(self.dtype)
 
     def tensor_type(self):
         """The TensorType of the same dtype and shape (the host side)."""

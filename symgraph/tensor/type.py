@@ -18,7 +18,24 @@ INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "u
 DISCRETE_DTYPES = ("bool",) + INT_DTYPES
 
 
-class TensorType(Type):
+class ArrayTypeProperties:
+    """What every array type derives from its ``dtype`` and static ``shape``
+    (TensorType on the host, GpuArrayType on a device)."""
+
+    @property
+    def broadcastable(self):
+        return tuple(s == 1 for s in self.shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def numpy_dtype(self):
+        return np.dtype(self.dtype)
+
+
+class TensorType(ArrayTypeProperties, Type):
     """An array type: ``TensorType('float32', shape=(None, 1))``.
 
     ``broadcastable`` may be given instead of ``shape`` (Theano's form):
@@ -46,18 +63,6 @@ class TensorType(Type):
         if any(s is not None and s < 0 for s in self.shape):
             raise ValueError(f"negative static shape {self.shape}")
         self.name = name
-
-    @property
-    def broadcastable(self):
-        return tuple(s == 1 for s in self.shape)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def numpy_dtype(self):
-        return np.dtype(self.dtype)
 
     def clone(self, dtype=None, shape=None, broadcastable=None):
         """A copy with the dtype or the shape changed."""

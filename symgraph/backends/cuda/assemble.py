@@ -7,7 +7,7 @@ linkage, so the linker finds them with ``dlsym`` whichever compiler built the
 library (nvcc, or the host C++ compiler for the emulated device).
 """
 
-from symgraph.backends.native.assemble import MANIFEST_SYMBOL
+from symgraph.backends.native.assemble import MANIFEST_SYMBOL, collect
 
 __all__ = ["assemble_cuda"]
 
@@ -15,18 +15,11 @@ __all__ = ["assemble_cuda"]
 def assemble_cuda(kernels, manifest=()):
     """CUDA source for ``kernels`` ((prefix, CKernel) pairs); ``manifest``: the
     (key, prefix) of each, as in ``native.assemble.assemble``."""
-    headers, support, bodies = [], {}, []
-    for prefix, kernel in kernels:
-        for header in kernel.headers:
-            if header not in headers:
-                headers.append(header)
-        for key, code in kernel.support:
-            support.setdefault(key, code)
-        bodies.append(f"#define SG_FN(name) {prefix}_##name\n{kernel.source}\n#undef SG_FN\n")
+    headers, support, bodies = collect(kernels)
     lines = ['#include "sg_kernel.h"', '#include "cuda/sg_cuda_launch.h"', "#include <math.h>",
              "#include <stdint.h>"]
     lines += [f"#include {h}" for h in headers]
-    lines += list(support.values())
+    lines += support
     lines.append('extern "C" {')
     lines += bodies
     if manifest:

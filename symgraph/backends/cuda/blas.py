@@ -10,6 +10,7 @@ dot products accumulated in the compute type.  Device nodes never write in
 place (``OnDevice`` declares no destroy map), so ``Gemm`` makes a new output.
 """
 
+from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type, c_type
 from symgraph.backends.native.kernel import CKernel
@@ -19,49 +20,7 @@ __all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering"]
 TILE = 16
 _DTYPES = ("float32", "float64")
 
-_KERNEL = """
-__global__ void SG_FN(gemm)(int64_t M, int64_t N, int64_t K,
-                            const T *A, int64_t sa0, int64_t sa1,
-                            const T *B, int64_t sb0, int64_t sb1,
-                            const T *C, int64_t sc0, int64_t sc1,
-                            const T *alpha, const T *beta, T *O) {
-    __shared__ ACC As[TILE][TILE];
-    __shared__ ACC Bs[TILE][TILE];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t row = (int64_t)blockIdx.y * TILE + ty, col = (int64_t)blockIdx.x * TILE + tx;
-    ACC acc = 0;
-    for (int64_t k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? (ACC)A[row * sa0 + (k0 + tx) * sa1] : (ACC)0;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? (ACC)B[(k0 + ty) * sb0 + col * sb1] : (ACC)0;
-        __syncthreads();
-        for (int kk = 0; kk < TILE; kk++) acc += As[ty][kk] * Bs[kk][tx];
-        __syncthreads();
-    }
-    if (row < M && col < N) {
-        ACC r = acc;
-        if (alpha != 0) r = (ACC)*alpha * r;
-        if (C != 0) {
-            ACC c = (ACC)C[row * sc0 + col * sc1];
-            if (beta != 0) c = c * (ACC)*beta;
-            r = c + r;
-        }
-        O[row * N + col] = (T)r;
-    }
-}
-
-static int SG_FN(launch)(int64_t M, int64_t N, int64_t K, const T *A, int64_t sa0,
-                         int64_t sa1, const T *B, int64_t sb0, int64_t sb1, const T *C,
-                         int64_t sc0, int64_t sc1, const T *alpha, const T *beta, T *O,
-                         sg_error *err) {
-    if (M == 0 || N == 0) return 0;
-    dim3 grid((unsigned)((N + TILE - 1) / TILE), (unsigned)((M + TILE - 1) / TILE));
-    dim3 block(TILE, TILE);
-    SG_LAUNCH(SG_FN(gemm), grid, block, 0, M, N, K, A, sa0, sa1, B, sb0, sb1, C, sc0, sc1,
-              alpha, beta, O);
-    SG_CUDA_CHECK(err, WHAT);
-    return 0;
-}
-"""
+_KERNEL = c_file("cuda/gemm_tiled.inc")
 
 
 def blas_reason(node):

@@ -6,6 +6,7 @@ Under ``gpu.emulate`` ``cudaMemcpy`` is the emulation header's (host memory
 both sides), so the same kernels run there.
 """
 
+from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.native.kernel import CKernel
 
@@ -41,30 +42,7 @@ def gpu_from_host_lowering(op, node):
     dtype = str(node.inputs[0].dtype)
     if not has_c_type(dtype):
         return None
-    source = _SHAPE + f"""
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    const int64_t itemsize = (int64_t)sizeof({c_type(dtype)});
-    const int64_t n = sg_size(&in[0]);
-    if (n == 0) return 0;
-    if (sg_is_c_contiguous(&in[0], itemsize)) {{
-        if (cudaMemcpy(out[0].data, in[0].data, (size_t)(n * itemsize),
-                       cudaMemcpyHostToDevice) != cudaSuccess)
-            SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes to the device failed",
-                    (long long)(n * itemsize));
-        return 0;
-    }}
-    char *packed = (char *)malloc((size_t)(n * itemsize));
-    if (packed == NULL) SG_FAIL(err, SG_ERR_MEMORY, "no host memory to pack a transfer");
-    sg_cuda_pack(&in[0], itemsize, packed);
-    cudaError_t e = cudaMemcpy(out[0].data, packed, (size_t)(n * itemsize),
-                               cudaMemcpyHostToDevice);
-    free(packed);
-    if (e != cudaSuccess)
-        SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes to the device failed",
-                (long long)(n * itemsize));
-    return 0;
-}}
-"""
+    source = _SHAPE + c_file("cuda/transfer_to_device.inc", T=c_type(dtype))
     return CKernel(source=source, support=(_PACK,), headers=("<stdlib.h>",), version=1)
 
 
@@ -92,38 +70,5 @@ def host_from_gpu_lowering(op, node):
     dtype = str(node.outputs[0].dtype)
     if not has_c_type(dtype):
         return None
-    source = _SHAPE + f"""
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    const int64_t itemsize = (int64_t)sizeof({c_type(dtype)});
-    const int64_t n = sg_size(&in[0]);
-    if (n == 0) return 0;
-    const char *src = in[0].data;
-    char *packed = NULL;
-    if (!sg_is_c_contiguous(&in[0], itemsize)) {{
-        if (in[0].ndim > 8)
-            SG_FAIL(err, SG_ERR_RUNTIME, "a strided device array of more than 8 dimensions "
-                    "cannot be copied back yet");
-        sg_cuda_geom g;
-        g.ndim = in[0].ndim; g.n = n; g.itemsize = itemsize;
-        for (int d = 0; d < g.ndim; d++) {{
-            g.shape[d] = in[0].shape[d];
-            g.strides[d] = in[0].strides[d];
-        }}
-        if (cudaMalloc((void **)&packed, (size_t)(n * itemsize)) != cudaSuccess)
-            SG_FAIL(err, SG_ERR_MEMORY, "no device memory to gather a strided array");
-        int64_t blocks = (n + 255) / 256;
-        if (blocks > 4096) blocks = 4096;
-        SG_LAUNCH(sg_cuda_gather, (unsigned)blocks, 256, 0, g, src, packed);
-        SG_CUDA_CHECK(err, "the gather of a strided device array");
-        src = packed;
-    }}
-    cudaError_t e = cudaMemcpy(out[0].data, src, (size_t)(n * itemsize),
-                               cudaMemcpyDeviceToHost);
-    if (packed != NULL) cudaFree(packed);
-    if (e != cudaSuccess)
-        SG_FAIL(err, SG_ERR_RUNTIME, "copying %lld bytes from the device failed",
-                (long long)(n * itemsize));
-    return 0;
-}}
-"""
+    source = _SHAPE + c_file("cuda/transfer_from_device.inc", T=c_type(dtype))
     return CKernel(source=source, support=(_GATHER,), version=2)

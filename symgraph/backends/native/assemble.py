@@ -26,9 +26,9 @@ def manifest_source(entries):
             f'"{text}";\n')
 
 
-def assemble(kernels, manifest=()):
-    """C source for ``kernels``, a list of (prefix, CKernel); ``manifest``, the
-    (key, prefix) of each, becomes the library's :data:`MANIFEST_SYMBOL`."""
+def collect(kernels):
+    """(headers, support codes, bodies) of ``kernels`` ((prefix, kernel) pairs):
+    each header and support entry once, each body with its ``SG_FN`` prefix."""
     headers, support, bodies = [], {}, []
     for prefix, kernel in kernels:
         for header in kernel.headers:
@@ -37,9 +37,16 @@ def assemble(kernels, manifest=()):
         for key, code in kernel.support:
             support.setdefault(key, code)
         bodies.append(f"#define SG_FN(name) {prefix}_##name\n{kernel.source}\n#undef SG_FN\n")
+    return headers, list(support.values()), bodies
+
+
+def assemble(kernels, manifest=()):
+    """C source for ``kernels``, a list of (prefix, CKernel); ``manifest``, the
+    (key, prefix) of each, becomes the library's :data:`MANIFEST_SYMBOL`."""
+    headers, support, bodies = collect(kernels)
     lines = ['#include "sg_kernel.h"', "#include <math.h>", "#include <stdlib.h>"]
     lines += [f"#include {h}" for h in headers if h not in ("<math.h>", "<stdlib.h>")]
-    lines += [code for code in support.values()]
+    lines += support
     lines += bodies
     if manifest:
         lines.append(manifest_source(manifest))
