@@ -76,3 +76,22 @@ def test_a_large_reduction_spans_many_blocks_and_threads(rng):
         f = symgraph.function([x], T.sum(x * x))
     a = rng.random(100003).astype("f")
     np.testing.assert_allclose(f(a), (a.astype("f8") ** 2).sum(), rtol=1e-5)
+
+
+def test_argmax_and_argmin_match_the_cpu_ties_and_nan_included(rng):
+    x = T.fmatrix("x")
+    y = T.ftensor3("y")
+    outs = [T.argmax(x, axis=1), T.argmin(x, axis=0), T.argmax(y, axis=(2, 0)), T.argmax(x)]
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, y], outs)
+    cpu = symgraph.function([x, y], outs)
+    assert sum("Arg" in op for op in _device_ops(f)) == 4
+    a = rng.random((37, 300)).astype("f")
+    a[3, 5] = np.nan            # a NaN wins
+    a[4, :] = 1.0               # ties: the first
+    b = rng.random((3, 4, 5)).astype("f")
+    for got, want in zip(f(a, b), cpu(a, b)):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.int64
+    with pytest.raises(ValueError, match="empty array is undefined"):
+        f(np.zeros((2, 0), "f"), b)

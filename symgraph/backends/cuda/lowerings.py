@@ -32,6 +32,7 @@ _TABLE = [
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
     (subtensor.Subtensor, _CPU + "index.basic:subtensor_kernel"),
     (reduce.CAReduce, _G + "reduce:careduce_lowering"),
+    (reduce._ArgReduce, _G + "reduce:argreduce_lowering"),
     (advanced_subtensor.AdvancedSubtensor, _G + "index:gather_lowering"),
     (advanced_subtensor.AdvancedIncSubtensor, _G + "index:scatter_add_lowering"),
     (alloc.Alloc, _G + "index:alloc_lowering"),
@@ -76,7 +77,7 @@ def device_reason(node):
         from symgraph.backends.cuda.index import index_reason
 
         return index_reason(node)
-    if isinstance(node.op, (reduce.CAReduce, ReduceOfElemwise)):
+    if isinstance(node.op, (reduce.CAReduce, reduce._ArgReduce, ReduceOfElemwise)):
         from symgraph.backends.cuda.reduce import reduce_reason
 
         return reduce_reason(node)

@@ -19,7 +19,8 @@ from symgraph.backends.c_family.scalar_c import (c_body, c_error_messages, c_inp
 from symgraph.backends.cpu.reduce.lowering import accumulator_dtype, reduction_kind
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["MAX_DIMS", "reduce_reason", "careduce_lowering", "fused_reduce_lowering"]
+__all__ = ["MAX_DIMS", "reduce_reason", "careduce_lowering", "fused_reduce_lowering",
+           "argreduce_lowering"]
 
 MAX_DIMS = 8
 BLOCK = 256
@@ -62,7 +63,7 @@ def reduce_reason(node):
     """None when the reduction ``node`` has a CUDA kernel, else why not."""
     red, pre = _reduce_op(node.op)
     kind = reduction_kind(red)
-    if kind is None or kind in ("argmax", "argmin"):
+    if kind is None:
         return f"no CUDA code for {type(red).__name__} yet"
     dtypes = [str(v.dtype) for v in node.inputs + node.outputs]
     for dtype in dtypes:
@@ -210,6 +211,98 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     int64_t blocks = g.n_out < {MAX_BLOCKS} ? g.n_out : {MAX_BLOCKS};
     SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, g, {args});
     SG_CUDA_CHECK(err, "the reduction kernel of {c_string(op, limit=120)}");
+    return 0;
+}}
+"""
+    return CKernel(source=source, version=1)
+
+
+def argreduce_lowering(op, node):
+    """CUDA of Argmax/Argmin: the flat index (in the op's order of the reduced
+    axes) of the first maximum/minimum of each group; a NaN wins, as in NumPy."""
+    if reduce_reason(node) is not None:
+        return None
+    x = node.inputs[0]
+    ndim, dtype = x.ndim, str(x.dtype)
+    axes = tuple(op.axes(ndim))
+    keep = tuple(d for d in range(ndim) if d not in axes)
+    better = ">" if type(op).__name__ == "Argmax" else "<"
+    acc = c_compute_type(dtype)
+    name = c_string(op, printf=True, limit=80)
+    keep_n, red_n = max(len(keep), 1), max(len(axes), 1)
+    # (v, i) beats (w, j): a NaN first, then the better value, then the smaller index
+    beats = (f"((v != v) ? (w == w || i < j) : (w == w && (v {better} w || "
+             f"(v == w && i < j))))")
+    source = f"""
+typedef struct {{ int64_t n_out, n_red; int nkeep, nred;
+                 int64_t keep_shape[{keep_n}], red_shape[{red_n}];
+                 int64_t keep_st[{keep_n}], red_st[{red_n}]; }} SG_FN(geom);
+
+__global__ void SG_FN(kernel)(SG_FN(geom) g, const {c_type(dtype)} *__restrict__ a, int64_t *o) {{
+    __shared__ {acc} best_v[{BLOCK}];
+    __shared__ int64_t best_i[{BLOCK}];
+    for (int64_t j0 = blockIdx.x; j0 < g.n_out; j0 += gridDim.x) {{
+        int64_t rem = j0, base = 0;
+        for (int d = g.nkeep - 1; d >= 0; d--) {{
+            base += (rem % g.keep_shape[d]) * g.keep_st[d]; rem /= g.keep_shape[d];
+        }}
+        {acc} w = 0; int64_t j = -1;
+        for (int64_t r = threadIdx.x; r < g.n_red; r += blockDim.x) {{
+            int64_t rem2 = r, off = base;
+            for (int d = g.nred - 1; d >= 0; d--) {{
+                off += (rem2 % g.red_shape[d]) * g.red_st[d]; rem2 /= g.red_shape[d];
+            }}
+            {acc} v = ({acc})*(const {c_type(dtype)} *)((const char *)a + off);
+            int64_t i = r;
+            if (j < 0 || {beats}) {{ w = v; j = i; }}
+        }}
+        best_v[threadIdx.x] = w; best_i[threadIdx.x] = j;
+        __syncthreads();
+        for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+            if (threadIdx.x < s) {{
+                {acc} v = best_v[threadIdx.x + s], w2 = best_v[threadIdx.x];
+                int64_t i = best_i[threadIdx.x + s], j2 = best_i[threadIdx.x];
+                {acc} w = w2; int64_t j = j2;
+                if (i >= 0 && (j < 0 || {beats})) {{
+                    best_v[threadIdx.x] = v; best_i[threadIdx.x] = i;
+                }}
+            }}
+            __syncthreads();
+        }}
+        if (threadIdx.x == 0) o[j0] = best_i[0] < 0 ? 0 : best_i[0];
+        __syncthreads();
+    }}
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    static const int keep[{keep_n}] = {{{", ".join(map(str, keep)) or "0"}}};
+    static const int red[{red_n}] = {{{", ".join(map(str, axes)) or "0"}}};
+    int64_t group = 1;
+    for (int k = 0; k < {len(axes)}; k++) group *= in[0].shape[red[k]];
+    if ({len(axes)} > 0 && group == 0)
+        SG_FAIL(err, SG_ERR_VALUE, "{name}: the {op.word} of an empty array is undefined");
+    for (int k = 0; k < {len(keep)}; k++) out_shapes[k] = in[0].shape[keep[k]];
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    static const int keep[{keep_n}] = {{{", ".join(map(str, keep)) or "0"}}};
+    static const int red[{red_n}] = {{{", ".join(map(str, axes)) or "0"}}};
+    SG_FN(geom) g;
+    g.nkeep = {len(keep)}; g.nred = {len(axes)}; g.n_out = 1; g.n_red = 1;
+    for (int k = 0; k < g.nkeep; k++) {{
+        g.keep_shape[k] = in[0].shape[keep[k]]; g.keep_st[k] = in[0].strides[keep[k]];
+        g.n_out *= g.keep_shape[k];
+    }}
+    for (int k = 0; k < g.nred; k++) {{
+        g.red_shape[k] = in[0].shape[red[k]]; g.red_st[k] = in[0].strides[red[k]];
+        g.n_red *= g.red_shape[k];
+    }}
+    if (g.n_out == 0) return 0;
+    int64_t blocks = g.n_out < {MAX_BLOCKS} ? g.n_out : {MAX_BLOCKS};
+    SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, g, (const {c_type(dtype)} *)in[0].data,
+              (int64_t *)out[0].data);
+    SG_CUDA_CHECK(err, "the {op.word} kernel");
     return 0;
 }}
 """
