@@ -7,8 +7,8 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, nnet, nnet_loss,
-                          reduce, shape, subtensor, transfer)
+from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, join, nnet,
+                          nnet_loss, reduce, shape, subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -36,6 +36,8 @@ _TABLE = [
     (advanced_subtensor.AdvancedSubtensor, _G + "index:gather_lowering"),
     (advanced_subtensor.AdvancedIncSubtensor, _G + "index:scatter_add_lowering"),
     (alloc.Alloc, _G + "index:alloc_lowering"),
+    (alloc.Eye, _G + "join:eye_lowering"),
+    (join.Join, _G + "join:join_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
     (gemm.Gemm, _G + "blas:blas_update_lowering"),
     (gemm.Gemv, _G + "blas:blas_update_lowering"),
@@ -77,6 +79,10 @@ def device_reason(node):
         from symgraph.backends.cuda.index import index_reason
 
         return index_reason(node)
+    if isinstance(node.op, (join.Join, alloc.Eye)):
+        from symgraph.backends.cuda.join import join_reason
+
+        return join_reason(node)
     if isinstance(node.op, (reduce.CAReduce, reduce._ArgReduce, ReduceOfElemwise)):
         from symgraph.backends.cuda.reduce import reduce_reason
 
@@ -87,6 +93,8 @@ def device_reason(node):
 def host_inputs(node):
     """Inputs read on the host by the kernel of ``node`` (they stay there):
     index values and sizes."""
+    if isinstance(node.op, alloc.Eye):
+        return range(len(node.inputs))
     if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc,
                             advanced_subtensor.AdvancedSubtensor)):
         return range(1, len(node.inputs))
