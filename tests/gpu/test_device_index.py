@@ -76,3 +76,27 @@ def test_alloc_broadcasts_a_device_value(rng):
     assert f(b, 0).shape == (0, 3)
     with pytest.raises(ValueError):
         f(b, -1)
+
+
+def test_basic_inc_subtensor_and_set_subtensor(rng):
+    x = T.fmatrix("x")
+    v = T.fvector("v")
+    i = T.iscalar("i")
+    outs = [T.inc_subtensor(x[i:, 1], v), T.set_subtensor(x[::2], 5.0),
+            T.grad(T.sum(x[1:3] ** 2), x)]
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, v, i], outs)
+    assert "IncSubtensor" in _device_names(f) and f.native.python_nodes == []
+    a = rng.random((5, 4)).astype("f")
+    b = rng.random(3).astype("f")
+    got = f(a, b, 2)
+    w0 = a.copy()
+    w0[2:, 1] += b
+    w1 = a.copy()
+    w1[::2] = 5
+    w2 = np.zeros_like(a)
+    w2[1:3] = 2 * a[1:3]
+    for g, w in zip(got, [w0, w1, w2]):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(ValueError):
+        f(a, np.ones(2, "f"), 2)

@@ -17,7 +17,13 @@ def assemble_cuda(kernels, manifest=()):
     (key, prefix) of each, as in ``native.assemble.assemble``."""
     headers, support, bodies = collect(kernels)
     lines = ['#include "sg_kernel.h"', '#include "cuda/sg_cuda_launch.h"', "#include <math.h>",
-             "#include <stdint.h>"]
+             "#include <stdint.h>",
+             # shared support code defines helpers a library may not call (177),
+             # and a fused composite may compute a temporary that only feeds an
+             # output another kernel does not use (550): expected in generated
+             # code, not warnings to stop the warnings-as-errors build
+             "#ifdef __CUDACC__\n#pragma nv_diag_suppress 177\n#pragma nv_diag_suppress 550\n"
+             "#endif"]
     lines += [f"#include {h}" for h in headers]
     lines += support
     lines.append('extern "C" {')

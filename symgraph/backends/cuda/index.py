@@ -15,7 +15,7 @@ from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["index_reason", "gather_lowering", "scatter_add_lowering", "alloc_lowering",
-           "MAX_DIMS"]
+           "inc_subtensor_lowering", "MAX_DIMS"]
 
 MAX_DIMS = 8
 BLOCK = 256
@@ -298,3 +298,83 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     source = f"static const int SG_FN(kinds)[] = {kinds};\n#define IDX_KIND_SHAPE SG_FN(kinds)\n" \
         + source + "\n#undef IDX_KIND_SHAPE\n"
     return CKernel(source=source, support=(_READ_INDEX, _STRIDES), version=1)
+
+
+def inc_subtensor_lowering(op, node):
+    """CUDA of IncSubtensor (basic indexing): x copied into the output, then y
+    added to (or stored into) the view ``out[idx]``.  The view and the checks
+    of y's shape are the CPU kernel's host C (descriptors only); the index
+    values are host inputs.  Basic indexing never repeats an element, so the
+    update needs no atomics."""
+    from symgraph.backends.cpu.index.basic import _basic_index, _support, _value_check
+    from symgraph.backends.cpu.shape.codegen import all_have_c_types
+    from symgraph.ops.subtensor import SliceSpec
+
+    if not all_have_c_types(node) or index_reason(node) is not None:
+        return None
+    x = node.inputs[0]
+    n = x.ndim
+    T = c_type(x.dtype)
+    sub_ndim = n - sum(1 for e in op.idx_list if not isinstance(e, SliceSpec))
+    update = "=" if op.set_instead_of_inc else "+="
+    source = f"""
+typedef struct {{ int n; int64_t shape[{max(n, 1)}], src[{max(n, 1)}], dst[{max(n, 1)}]; }} SG_FN(geom);
+
+__global__ void SG_FN(copy)(int64_t total, SG_FN(geom) g, const char *src, char *dst) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t rem = j, s = 0, d = 0;
+        for (int k = g.n - 1; k >= 0; k--) {{
+            int64_t idx = rem % g.shape[k]; rem /= g.shape[k];
+            s += idx * g.src[k]; d += idx * g.dst[k];
+        }}
+        *({T} *)(dst + d) {update.replace("+=", "=")} *(const {T} *)(src + s);
+    }}
+}}
+
+__global__ void SG_FN(update)(int64_t total, SG_FN(geom) g, const char *src, char *dst) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t rem = j, s = 0, d = 0;
+        for (int k = g.n - 1; k >= 0; k--) {{
+            int64_t idx = rem % g.shape[k]; rem /= g.shape[k];
+            s += idx * g.src[k]; d += idx * g.dst[k];
+        }}
+        *({T} *)(dst + d) {update} *(const {T} *)(src + s);
+    }}
+}}
+
+static int SG_FN(launch)(int kind, int nd, const int64_t *shape, const int64_t *src_st,
+                         const int64_t *dst_st, const char *src, char *dst, sg_error *err) {{
+    SG_FN(geom) g;
+    int64_t total = 1;
+    g.n = nd;
+    for (int k = 0; k < nd; k++) {{
+        g.shape[k] = shape[k]; g.src[k] = src_st[k]; g.dst[k] = dst_st[k]; total *= shape[k];
+    }}
+    if (total == 0) return 0;
+    int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
+    if (blocks > 4096) blocks = 4096;
+    if (kind == 0) SG_LAUNCH(SG_FN(copy), (unsigned)blocks, {BLOCK}, 0, total, g, src, dst);
+    else SG_LAUNCH(SG_FN(update), (unsigned)blocks, {BLOCK}, 0, total, g, src, dst);
+    SG_CUDA_CHECK(err, "the device inc_subtensor");
+    return 0;
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    (void)err;
+    for (int d = 0; d < {n}; d++) out_shapes[d] = in[0].shape[d];
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    if (SG_FN(launch)(0, {n}, in[0].shape, in[0].strides, out[0].strides, in[0].data,
+                      out[0].data, err)) return 1;
+    sg_array view;
+{_basic_index(op, node, 2, "(&out[0])", c_string(x, quote=True))}
+{_value_check(op, node, "view.shape", sub_ndim)}
+    return SG_FN(launch)(1, {sub_ndim}, view.shape, ys, view.strides, in[1].data, view.data,
+                         err);
+}}
+"""
+    return CKernel(source=source, support=_support(), version=1)

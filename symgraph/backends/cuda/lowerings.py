@@ -31,6 +31,7 @@ _TABLE = [
     (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
     (subtensor.Subtensor, _CPU + "index.basic:subtensor_kernel"),
+    (subtensor.IncSubtensor, _G + "index:inc_subtensor_lowering"),
     (reduce.CAReduce, _G + "reduce:careduce_lowering"),
     (reduce._ArgReduce, _G + "reduce:argreduce_lowering"),
     (advanced_subtensor.AdvancedSubtensor, _G + "index:gather_lowering"),
@@ -74,7 +75,7 @@ def device_reason(node):
         from symgraph.backends.cuda.nnet import nnet_reason
 
         return nnet_reason(node)
-    if isinstance(node.op, (advanced_subtensor.AdvancedSubtensor,
+    if isinstance(node.op, (advanced_subtensor.AdvancedSubtensor, subtensor.IncSubtensor,
                             advanced_subtensor.AdvancedIncSubtensor, alloc.Alloc)):
         from symgraph.backends.cuda.index import index_reason
 
@@ -98,7 +99,7 @@ def host_inputs(node):
     if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc,
                             advanced_subtensor.AdvancedSubtensor)):
         return range(1, len(node.inputs))
-    if isinstance(node.op, advanced_subtensor.AdvancedIncSubtensor):
+    if isinstance(node.op, (advanced_subtensor.AdvancedIncSubtensor, subtensor.IncSubtensor)):
         return range(2, len(node.inputs))
     return ()
 
