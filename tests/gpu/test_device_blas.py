@@ -84,3 +84,18 @@ def test_an_mlp_trains_on_the_device_as_on_the_cpu():
     np.testing.assert_allclose(dev, cpu, rtol=1e-4)
     assert dev[-1] < dev[0]
     np.testing.assert_allclose(dW1.get_value(), cW1.get_value(), rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("xs,ys", [((4, 3, 5), (4, 5, 2)), ((4, 3, 5), (4, 5)),
+                                   ((4, 5), (4, 5, 2)), ((4, 5), (4, 5)), ((1, 3, 5), (4, 5, 2))])
+def test_batched_dot_forms(rng, xs, ys):
+    from symgraph.ops.blas import BatchedDot
+
+    x = T.tensor(dtype="float32", shape=(1 if xs[0] == 1 else None,) + (None,) * (len(xs) - 1))
+    y = T.tensor(dtype="float32", shape=(None,) * len(ys))
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, y], BatchedDot()(x, y))
+    assert "BatchedDot" in _device_ops(f)
+    a, b = rng.random(xs).astype("f"), rng.random(ys).astype("f")
+    cpu = symgraph.function([x, y], BatchedDot()(x, y))
+    np.testing.assert_allclose(f(a, b), cpu(a, b), rtol=1e-5)

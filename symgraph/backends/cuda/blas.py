@@ -15,7 +15,8 @@ from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type, c_type
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering"]
+__all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering",
+           "batched_dot_lowering"]
 
 TILE = 16
 _DTYPES = ("float32", "float64")
@@ -25,6 +26,8 @@ _KERNEL = c_file("cuda/gemm_tiled.inc")
 
 def blas_reason(node):
     """None when the BLAS ``node`` has a CUDA kernel here, else why not."""
+    if getattr(node.op, "nbatch", 1) != 1:
+        return "only one batch dimension is multiplied on the device"
     dtypes = {str(v.dtype) for v in node.inputs + node.outputs}
     if len(dtypes) != 1 or dtypes.pop() not in _DTYPES:
         return "only float32 and float64 matrix products of one dtype run on the device"
@@ -120,3 +123,57 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 }}
 """
     return _kernel(node, run, f"the device {kind}")
+
+
+def _operand(i, first, ndim_core, vector_as):
+    """(rows, cols, row stride, col stride) of input ``i``'s core dims starting at
+    ``first``: a matrix, or a vector laid as one row or one column."""
+    st = f"in[{i}].strides[{{}}] / (int64_t)sizeof(T)"
+    if ndim_core == 2:
+        return (f"in[{i}].shape[{first}]", f"in[{i}].shape[{first + 1}]", st.format(first),
+                st.format(first + 1))
+    if vector_as == "row":
+        return ("1", f"in[{i}].shape[{first}]", "0", st.format(first))
+    return (f"in[{i}].shape[{first}]", "1", st.format(first), "0")
+
+
+def batched_dot_lowering(op, node):
+    """CUDA of BatchedDot with one batch dimension (size 1 broadcasts): one tiled
+    product per batch entry."""
+    if blas_reason(node) is not None or op.nbatch != 1:
+        return None
+    x, y = node.inputs
+    a = _operand(0, 1, x.ndim - 1, "row")
+    b = _operand(1, 1, y.ndim - 1, "col")
+    out_dims = (["in[0].shape[1]"] if x.ndim == 3 else []) + \
+               (["in[1].shape[2]"] if y.ndim == 3 else [])
+    shapes = "\n".join(f"    out_shapes[{k + 1}] = {d};" for k, d in enumerate(out_dims))
+    run = f"""
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    int64_t bx = in[0].shape[0], by = in[1].shape[0];
+    if (bx != by && bx != 1 && by != 1)
+        SG_FAIL(err, SG_ERR_VALUE, "device BatchedDot: batch sizes %lld and %lld differ",
+                (long long)bx, (long long)by);
+    if ({a[1]} != {b[0]})
+        SG_FAIL(err, SG_ERR_VALUE, "device BatchedDot: shapes are not aligned: %lld != %lld",
+                (long long)({a[1]}), (long long)({b[0]}));
+    out_shapes[0] = bx == 1 ? by : bx;
+{shapes}
+    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+    int64_t batch = out[0].shape[0], per = 1;
+    for (int d = 1; d < out[0].ndim; d++) per *= out[0].shape[d];
+    int64_t sx = in[0].shape[0] == 1 ? 0 : in[0].strides[0];
+    int64_t sy = in[1].shape[0] == 1 ? 0 : in[1].strides[0];
+    for (int64_t e = 0; e < batch; e++) {{
+        if (SG_FN(launch)({a[0]}, {b[1]}, {a[1]}, (const T *)(in[0].data + e * sx), {a[2]},
+                          {a[3]}, (const T *)(in[1].data + e * sy), {b[2]}, {b[3]}, 0, 0, 0, 0, 0,
+                          (T *)out[0].data + e * per, err))
+            return 1;
+    }}
+    return 0;
+}}
+"""
+    return _kernel(node, run, "the device BatchedDot")

@@ -40,6 +40,7 @@ _TABLE = [
     (alloc.Eye, _G + "join:eye_lowering"),
     (join.Join, _G + "join:join_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
+    (blas.BatchedDot, _G + "blas:batched_dot_lowering"),
     (gemm.Gemm, _G + "blas:blas_update_lowering"),
     (gemm.Gemv, _G + "blas:blas_update_lowering"),
     (gemm.Ger, _G + "blas:blas_update_lowering"),
@@ -65,7 +66,7 @@ def device_reason(node):
         from symgraph.backends.cuda.elemwise import elemwise_reason
 
         return elemwise_reason(node)
-    if isinstance(node.op, (blas.Dot, gemm.Gemm, gemm.Gemv, gemm.Ger)):
+    if isinstance(node.op, (blas.Dot, blas.BatchedDot, gemm.Gemm, gemm.Gemv, gemm.Ger)):
         from symgraph.backends.cuda.blas import blas_reason
 
         return blas_reason(node)
