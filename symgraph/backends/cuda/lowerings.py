@@ -7,7 +7,7 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, join, nnet,
+from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, join, mrg, nnet,
                           nnet_loss, reduce, shape, subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
@@ -39,6 +39,7 @@ _TABLE = [
     (alloc.Alloc, _G + "index:alloc_lowering"),
     (alloc.Eye, _G + "join:eye_lowering"),
     (join.Join, _G + "join:join_lowering"),
+    (mrg.MRGUniform, _G + "random:mrg_uniform_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
     (blas.BatchedDot, _G + "blas:batched_dot_lowering"),
     (gemm.Gemm, _G + "blas:blas_update_lowering"),
@@ -81,6 +82,10 @@ def device_reason(node):
         from symgraph.backends.cuda.index import index_reason
 
         return index_reason(node)
+    if isinstance(node.op, mrg.MRGUniform):
+        from symgraph.backends.cuda.random import mrg_reason
+
+        return mrg_reason(node)
     if isinstance(node.op, (join.Join, alloc.Eye)):
         from symgraph.backends.cuda.join import join_reason
 
@@ -98,7 +103,7 @@ def host_inputs(node):
     if isinstance(node.op, alloc.Eye):
         return range(len(node.inputs))
     if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc,
-                            advanced_subtensor.AdvancedSubtensor)):
+                            advanced_subtensor.AdvancedSubtensor, mrg.MRGUniform)):
         return range(1, len(node.inputs))
     if isinstance(node.op, (advanced_subtensor.AdvancedIncSubtensor, subtensor.IncSubtensor)):
         return range(2, len(node.inputs))
