@@ -48,6 +48,12 @@
 
 #define SG_MAXDIMS 32
 
+/* A float rounded to float16 and back: what each float16 step of a fused
+ * computation stores (CUDA redefines it for its own half type). */
+#ifndef SG_ROUND_F16
+#define SG_ROUND_F16(x) ((float)(_Float16)(x))
+#endif
+
 typedef struct {
     char *data;                    /* first element */
     int ndim;

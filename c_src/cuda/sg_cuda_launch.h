@@ -10,6 +10,25 @@
 #ifndef SG_CUDA_LAUNCH_H
 #define SG_CUDA_LAUNCH_H
 
+/* float16 storage, float32 arithmetic: __half converts to and from float.  On
+ * the emulated device it is GCC's _Float16 (the same rounding, to nearest even);
+ * nvcc has its own (cuda_fp16.h).  SG_ROUND_F16 rounds a float to float16 and
+ * back, as the CPU's kernels do after each float16 step. */
+#ifdef SG_CUDA_EMULATED
+struct __half {
+    _Float16 v;
+    __half() = default;
+    __half(float f) : v((_Float16)f) {}
+    operator float() const { return (float)v; }
+};
+inline float __half2float(__half h) { return (float)h.v; }
+inline __half __float2half(float f) { return __half(f); }
+#else
+#include <cuda_fp16.h>
+#endif
+#undef SG_ROUND_F16
+#define SG_ROUND_F16(x) __half2float(__float2half((float)(x)))
+
 #ifdef SG_CUDA_EMULATED
 #include <exception>
 #include <string>

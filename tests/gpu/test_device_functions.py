@@ -201,3 +201,18 @@ def test_basic_indexing_is_a_device_view_with_host_index_values(rng):
         g = symgraph.function([x, i], x[i] + 1)
     with pytest.raises(IndexError):
         g(a, 9)
+
+
+def test_float16_storage_with_float32_arithmetic_matches_the_cpu_bit_for_bit(rng):
+    x = T.vector("x", dtype="float16")
+    y = T.vector("y", dtype="float16")
+    outs = [T.exp(x) * y + x, (x + y) * 3, T.cast(x, "float32") * 2]
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, y], outs)
+    cpu = symgraph.function([x, y], outs)
+    assert len(_ops(f, OnDevice)) == 3
+    a = (rng.random(1001) * 4).astype("float16")
+    b = rng.random(1001).astype("float16")
+    for got, want in zip(f(a, b), cpu(a, b)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

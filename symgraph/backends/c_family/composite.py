@@ -42,7 +42,7 @@ def _composite_c_body(composite, inputs, in_dtypes, outputs, out_dtypes, error_f
             return None
         lines += [f"{c_ctype(dt)} {name};" for name, dt in zip(outs, node_dtypes)]
         lines.append(body)
-        lines += [f"{name} = (float)(_Float16)({name});"
+        lines += [f"{name} = SG_ROUND_F16({name});"
                   for name, dt in zip(outs, node_dtypes) if dt == "float16"]
         names.append(outs)
     for out_name, ref, dt in zip(outputs, composite.outputs, out_dtypes):

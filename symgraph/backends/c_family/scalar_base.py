@@ -70,7 +70,7 @@ def c_wrapping(op, inputs, dtype):
         # NumPy folds pairwise, rounding each partial result to float16.
         out = inputs[0]
         for x in inputs[1:]:
-            out = f"((float)(_Float16)({out} {op} {x}))"
+            out = f"SG_ROUND_F16({out} {op} {x})"
         return out
     return "(" + f" {op} ".join(inputs) + ")"
 

@@ -207,5 +207,5 @@ def _cast_c_expr(op, inputs, in_dtypes, out_dtype):
     if c_kind(out_dtype) == "b":
         return f"({a} != 0)"
     if out_dtype == "float16":  # one rounding, straight from the input type
-        return f"((float)(_Float16)({a}))"
+        return f"SG_ROUND_F16({a})"
     return f"(({c_ctype(out_dtype)})({a}))"

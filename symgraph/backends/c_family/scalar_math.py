@@ -214,4 +214,4 @@ def _angle_c_expr(op, inputs, in_dtypes, out_dtype):
     if c_kind(dtype) != "f":
         return None
     text = f"{c_fn('atan2', dtype)}({c_lit(0, dtype)}, {inputs[0]})"
-    return f"((float)(_Float16)({text}))" if dtype == "float16" else text
+    return f"SG_ROUND_F16({text})" if dtype == "float16" else text

@@ -7,8 +7,11 @@ C from ``c_family/scalar_c.py`` under the ``cuda`` language, where a CUDA entry
 replaces the C one only where they differ.  The launch shape never changes a
 result.
 
+float16 is stored as ``__half`` and computed in float32, rounded after each
+step of a fused composite as on the CPU.
+
 Declined (the node stays on the CPU, with the reason in ``placement_report``):
-more than :data:`MAX_DIMS` dimensions, float16 and complex dtypes, scalar ops
+more than :data:`MAX_DIMS` dimensions, complex dtypes, scalar ops
 whose C needs helper functions (``c_support``) or raises errors.
 """
 
@@ -19,7 +22,7 @@ from symgraph.backends.c_family.scalar_c import (c_body, c_error_messages, c_inp
                                                  c_support, language)
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["MAX_DIMS", "BLOCK", "elemwise_reason", "elemwise_lowering"]
+__all__ = ["MAX_DIMS", "BLOCK", "elemwise_reason", "elemwise_lowering", "storage_type"]
 
 #: The most dimensions a device element-wise kernel takes (its geometry is a
 #: kernel argument passed by value).
@@ -34,7 +37,7 @@ def elemwise_reason(node):
     scalar_op = node.op.scalar_op
     dtypes = [str(v.dtype) for v in node.inputs + node.outputs]
     for dtype in dtypes:
-        if dtype == "float16" or not has_c_type(dtype):
+        if not has_c_type(dtype):
             return f"dtype {dtype} has no CUDA element-wise code yet"
     if node.outputs[0].ndim > MAX_DIMS:
         return f"more than {MAX_DIMS} dimensions"
@@ -55,6 +58,12 @@ def elemwise_reason(node):
     return None
 
 
+def storage_type(dtype):
+    """The CUDA type an array of ``dtype`` is stored in (float16: ``__half``,
+    computed in float)."""
+    return "__half" if str(dtype) == "float16" else c_type(dtype)
+
+
 def elemwise_lowering(op, node):
     """The CKernel (CUDA source) of an Elemwise ``node`` (host types), or None."""
     if elemwise_reason(node) is not None:
@@ -68,18 +77,18 @@ def elemwise_lowering(op, node):
         want = [str(d) for d in c_input_dtypes(scalar_op, *in_dtypes)]
         body = c_body(scalar_op, [f"x{i}" for i in range(n_in)], want,
                       [f"r{k}" for k in range(n_out)], out_dtypes)
-    params = [f"const {c_type(d)} *__restrict__ a{i}" for i, d in enumerate(in_dtypes)]
-    params += [f"{c_type(d)} *__restrict__ o{k}" for k, d in enumerate(out_dtypes)]
+    params = [f"const {storage_type(d)} *__restrict__ a{i}" for i, d in enumerate(in_dtypes)]
+    params += [f"{storage_type(d)} *__restrict__ o{k}" for k, d in enumerate(out_dtypes)]
     loads = "\n".join(
-        f"        const {c_ctype(w)} x{i} = ({c_ctype(w)})*(const {c_type(d)} *)"
+        f"        const {c_ctype(w)} x{i} = ({c_ctype(w)})*(const {storage_type(d)} *)"
         f"((const char *)a{i} + off{i});" for i, (d, w) in enumerate(zip(in_dtypes, want)))
     offsets = " ".join(f"off{i} += idx * g.st[{i}][d];" for i in range(n_in))
     declare = " ".join(f"int64_t off{i} = 0;" for i in range(n_in))
     results = " ".join(f"{c_ctype(d)} r{k};" for k, d in enumerate(out_dtypes))
-    stores = "\n".join(f"        o{k}[i] = ({c_type(d)})r{k};" for k, d in enumerate(out_dtypes))
+    stores = "\n".join(f"        o{k}[i] = ({storage_type(d)})r{k};" for k, d in enumerate(out_dtypes))
     name = c_string(scalar_op, printf=True, limit=120)
-    args = ", ".join([f"(const {c_type(d)} *)in[{i}].data" for i, d in enumerate(in_dtypes)] +
-                     [f"({c_type(d)} *)out[{k}].data" for k, d in enumerate(out_dtypes)])
+    args = ", ".join([f"(const {storage_type(d)} *)in[{i}].data" for i, d in enumerate(in_dtypes)] +
+                     [f"({storage_type(d)} *)out[{k}].data" for k, d in enumerate(out_dtypes)])
     source = f"""
 typedef struct {{ int64_t n; int ndim; int64_t shape[{max(ndim, 1)}];
                  int64_t st[{n_in}][{max(ndim, 1)}]; }} SG_FN(geom);
