@@ -8,6 +8,7 @@ cycle.
 import numpy as np
 
 from symgraph.graph.basic import Constant, Variable
+from symgraph.tensor.var_methods import TheanoMethods
 
 
 def _math():
@@ -40,7 +41,7 @@ def _comparison(result):
     return result
 
 
-class _TensorOperators:
+class _TensorOperators(TheanoMethods):
     """Operators shared by every tensor-typed variable."""
 
     # -- arithmetic --------------------------------------------------------
@@ -174,11 +175,13 @@ class _TensorOperators:
         return _reduce().mean(self, axis=axis, dtype=dtype, keepdims=keepdims,
                               acc_dtype=acc_dtype)
 
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return _reduce().var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def var(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _reduce().var(self, axis=axis, ddof=ddof, keepdims=keepdims,
+                             corrected=corrected)
 
-    def std(self, axis=None, ddof=0, keepdims=False):
-        return _reduce().std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _reduce().std(self, axis=axis, ddof=ddof, keepdims=keepdims,
+                             corrected=corrected)
 
     def max(self, axis=None, keepdims=False):
         return _reduce().max(self, axis=axis, keepdims=keepdims)
@@ -233,10 +236,12 @@ class _TensorOperators:
         out.name = name
         return out
 
-    def nonzero(self):
+    def nonzero(self, return_matrix=False):
+        """The indices of the non-zero entries: one int64 vector per dimension,
+        or one (ndim, N) matrix with ``return_matrix``."""
         from symgraph.ops import subtensor
 
-        return subtensor.nonzero(self)
+        return subtensor.nonzero(self, return_matrix=return_matrix)
 
     def __array__(self, *args, **kwargs):
         raise TypeError("a symbolic variable is not an array; compile a function "
