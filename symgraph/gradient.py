@@ -33,7 +33,7 @@ __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "numeric_
            "GradientError", "DisconnectedInputError", "NullTypeGradError",
            "zero_grad", "disconnected_grad", "undefined_grad", "grad_clip", "grad_scale",
            "disconnected_grad_for", "is_disconnected", "is_null", "grad_not_implemented",
-           "grad_undefined"]
+           "grad_undefined", "subgraph_grad", "consider_constant", "format_as", "DisconnectedType"]
 
 
 # Placeholders that ops' grad methods return: defined below the ops
@@ -568,3 +568,7 @@ from symgraph.autodiff.grad_ops import (  # noqa: E402
     disconnected_grad, grad_clip, grad_scale, undefined_grad, zero_grad)
 from symgraph.autodiff.rop import Rop  # noqa: E402
 from symgraph.autodiff.verify import GradientError, numeric_grad, verify_grad  # noqa: E402
+from symgraph.autodiff.subgraph import consider_constant, format_as, subgraph_grad  # noqa: E402,F401
+from symgraph.ops.from_graph import register_gradient as _register  # noqa: E402
+
+_register(grad)

@@ -113,3 +113,8 @@ from symgraph.tensor.nnet import bn  # noqa: E402,F401
 
 __all__ += ["conv2d", "conv3d", "conv2d_grad_wrt_inputs", "conv2d_grad_wrt_weights",
             "conv3d_grad_wrt_inputs", "conv3d_grad_wrt_weights", "bn"]
+from symgraph.tensor.nnet import neighbours  # noqa: E402,F401
+from symgraph.tensor.nnet.h_softmax import h_softmax  # noqa: E402,F401
+from symgraph.tensor.nnet.neighbours import images2neibs, neibs2images  # noqa: E402,F401
+
+__all__ += ["neighbours", "h_softmax", "images2neibs", "neibs2images"]
