@@ -38,3 +38,17 @@ def test_eye_on_the_device():
         np.testing.assert_array_equal(f(*args), np.eye(*args, dtype="f") * 3)
     with pytest.raises(ValueError, match="negative size"):
         f(-1, 2, 0)
+
+
+def test_split_gives_device_views_with_host_sizes():
+    x = T.fmatrix("x")
+    sizes = T.lvector("sizes")
+    with symgraph.config.change_flags(**EMULATED):
+        f = symgraph.function([x, sizes], [p * 2 for p in T.split(x, sizes, 3, axis=1)])
+    assert any(isinstance(n.op, OnDevice) and type(n.op.op).__name__ == "Split"
+               for n in f.maker.fgraph.toposort())
+    a = np.arange(18, dtype="f").reshape(2, 9)
+    for got, want in zip(f(a, np.array([2, 3, 4])), np.split(a, [2, 5], axis=1)):
+        np.testing.assert_array_equal(got, want * 2)
+    with pytest.raises(ValueError, match="do not add up"):
+        f(a, np.array([2, 3, 3]))

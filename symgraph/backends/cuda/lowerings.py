@@ -39,6 +39,7 @@ _TABLE = [
     (alloc.Alloc, _G + "index:alloc_lowering"),
     (alloc.Eye, _G + "join:eye_lowering"),
     (join.Join, _G + "join:join_lowering"),
+    (join.Split, _CPU + "shape.codegen:split_kernel"),
     (mrg.MRGUniform, _G + "random:mrg_uniform_lowering"),
     (blas.Dot, _G + "blas:dot_lowering"),
     (blas.BatchedDot, _G + "blas:batched_dot_lowering"),
@@ -86,7 +87,7 @@ def device_reason(node):
         from symgraph.backends.cuda.random import mrg_reason
 
         return mrg_reason(node)
-    if isinstance(node.op, (join.Join, alloc.Eye)):
+    if isinstance(node.op, (join.Join, join.Split, alloc.Eye)):
         from symgraph.backends.cuda.join import join_reason
 
         return join_reason(node)
@@ -102,7 +103,7 @@ def host_inputs(node):
     index values and sizes."""
     if isinstance(node.op, alloc.Eye):
         return range(len(node.inputs))
-    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc,
+    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc, join.Split,
                             advanced_subtensor.AdvancedSubtensor, mrg.MRGUniform)):
         return range(1, len(node.inputs))
     if isinstance(node.op, (advanced_subtensor.AdvancedIncSubtensor, subtensor.IncSubtensor)):
