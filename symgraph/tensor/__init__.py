@@ -70,4 +70,12 @@ def __getattr__(name):
         from symgraph import gradient
 
         return getattr(gradient, name)
+    if name == "TensorSharedVariable":
+        from symgraph.compile.shared import TensorSharedVariable
+
+        return TensorSharedVariable
+    if name == "_tensor_py_operators":
+        from symgraph.tensor.var import _TensorOperators
+
+        return _TensorOperators
     raise AttributeError(f"module 'symgraph.tensor' has no attribute {name!r}")
