@@ -19,6 +19,20 @@ __all__ = ["nnet_reason", "softmax_lowering", "softmax_grad_lowering", "xent_low
 BLOCK = 256
 _DTYPES = ("float32", "float64")
 
+# Row i's maximum ``m`` (NaN wins) and sum of exponentials ``s`` of x - m: what
+# softmax, log-softmax and the cross-entropy all start from.
+_ROW_STATS = """        ACC m = -INFINITY;
+        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+            ACC v = (ACC)x[i * s0 + j * s1];
+            m = (v != v || v > m) ? v : m;
+        }
+        m = sg_block_max(m, scratch);
+        ACC s = 0;
+        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+            s += SG_EXP((ACC)x[i * s0 + j * s1] - m);
+        s = sg_block_sum(s, scratch);
+"""
+
 # Block-wide maximum and sum of one value per thread, in shared memory; every
 # thread gets the result.  ``scratch`` holds BLOCK values.
 _BLOCK_REDUCE = ("sg_cuda_block_reduce_v1", """
@@ -103,17 +117,7 @@ __global__ void SG_FN(kernel)(int64_t rows, int64_t cols, const T *x, int64_t s0
                               T *out) {{
     __shared__ ACC scratch[{BLOCK}];
     for (int64_t i = blockIdx.x; i < rows; i += gridDim.x) {{
-        ACC m = -INFINITY;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {{
-            ACC v = (ACC)x[i * s0 + j * s1];
-            m = (v != v || v > m) ? v : m;
-        }}
-        m = sg_block_max(m, scratch);
-        ACC s = 0;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            s += SG_EXP((ACC)x[i * s0 + j * s1] - m);
-        s = sg_block_sum(s, scratch);
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {{
+{_ROW_STATS}        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {{
             ACC v = (ACC)x[i * s0 + j * s1];
             out[i * cols + j] = (T)({result});
         }}
@@ -224,17 +228,7 @@ __global__ void SG_FN(kernel)(int64_t rows, int64_t cols, const T *x, int64_t s0
                               const int64_t *targets, T *nll, T *sm) {{
     __shared__ ACC scratch[{BLOCK}];
     for (int64_t i = blockIdx.x; i < rows; i += gridDim.x) {{
-        ACC m = -INFINITY;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {{
-            ACC v = (ACC)x[i * s0 + j * s1];
-            m = (v != v || v > m) ? v : m;
-        }}
-        m = sg_block_max(m, scratch);
-        ACC s = 0;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            s += SG_EXP((ACC)x[i * s0 + j * s1] - m);
-        s = sg_block_sum(s, scratch);
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+{_ROW_STATS}        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
             sm[i * cols + j] = (T)(SG_EXP((ACC)x[i * s0 + j * s1] - m) / s);
         if (threadIdx.x == 0)
             nll[i] = (T)(SG_LOG(s) - ((ACC)x[i * s0 + targets[i] * s1] - m));
