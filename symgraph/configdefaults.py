@@ -48,6 +48,9 @@ add_flag("compiledir", "Per-user folder of the compile cache.", PathParam(_defau
 add_flag("compile_cache_size_mb", "Size cap of the compile cache, in MiB.", IntParam(2048, min=0))
 add_flag("compile_no_compile", "Make any compilation an error (proves a warm cache).",
          BoolParam(False))
+add_flag("compile_warm_start", "Keep each compiled function's optimized graph and schedule "
+         "in the compile cache, keyed by the user's graph, flags and versions, and restore "
+         "it in later processes without rewriting or generating code.", BoolParam(True))
 # Not in the key by its text: the compiler's signature (its resolved path and
 # version) is, so a cache filled with g++ on PATH still serves a process that
 # finds no compiler (cpu.backend.compiler_identity).
