@@ -40,6 +40,7 @@ from symgraph.compile.nan_guard import nan_guard_check
 from symgraph.compile.profiling import ProfileStats
 from symgraph.compile.update_guard import update_guard
 from symgraph.compile.vm import VM
+from symgraph.compile.warm_start import WarmStart
 from symgraph.config import config
 from symgraph.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from symgraph.graph.destroy import DestroyHandler
@@ -171,7 +172,16 @@ class FunctionMaker:
 
         start = time.perf_counter()
         self.backends = _backends()
-        if self.mode.optimizer is not None:
+        # The optimized graph of a function compiled before (warm_start.py):
+        # found, no rewrite runs.
+        self.warm = WarmStart(self, fgraph)
+        self.timings["warm_start"] = time.perf_counter() - start
+        start = time.perf_counter()
+        if self.warm.restored:
+            fgraph = self.warm.optimized_graph(
+                fgraph, list(update_index) + [i for i, spec in enumerate(self.in_specs)
+                                              if spec.mutable])
+        elif self.mode.optimizer is not None:
             from symgraph.opt import optimize
 
             optimize(fgraph, optimizer=self.mode.optimizer,
@@ -180,7 +190,8 @@ class FunctionMaker:
             from symgraph.opt.gpu_placement import check_placement
 
             check_placement(fgraph)
-        self.timings["rewriting"] = time.perf_counter() - start
+        if not self.warm.restored:
+            self.timings["rewriting"] = time.perf_counter() - start
         self.fgraph = fgraph
         self.profile = ProfileStats(name) if (profile or config.profile) else None
         if self.profile is not None:
@@ -269,7 +280,7 @@ class FunctionMaker:
         containers to share, from ``Function.copy(share_memory=True)``)."""
         start = time.perf_counter()
         fgraph = self.fgraph
-        order = fgraph.toposort()
+        order = self.warm.order if self.warm.restored else fgraph.toposort()
         for node in order:
             # Ops with an inner graph (scan) compile it once, in this function's mode.
             prepare = getattr(node.op, "prepare_node", None)
@@ -299,6 +310,10 @@ class FunctionMaker:
         native = self._native_program(order, checks, guard)
         vm = None if native is not None else \
             VM(fgraph, order, storage, checks=checks, profile=self.profile, guard=guard)
+        start = time.perf_counter()
+        self.warm.store(fgraph, order, native, self.backends)
+        if not self.warm.restored:
+            self.timings["warm_store"] = time.perf_counter() - start
         if self.profile is not None:
             self.profile.compile_time.update(self.timings)
             self.profile.native = native
@@ -312,33 +327,41 @@ class FunctionMaker:
         linker = self.mode.linker
         if linker not in ("c", "c|py"):
             return None
+        extra = _with_guard(check_steps(checks) if checks else None, guard)
+        # restored: the kernels its entry names, loaded without generating code
+        native = self.warm.program(self.fgraph, order, self.timings, extra, self.backends) \
+            if self.warm.restored else None
+        if native is None:
+            native = self._link(order, linker, extra)
+        if native is not None and self.profile is not None:
+            native.program.set_profile(True)
+        return native
+
+    def _link(self, order, linker, extra):
+        """Lower, compile (what the cache lacks) and link ``order``; None when
+        Python runs it (no compiler, linker c|py)."""
         from symgraph.backends.cpu.compiler import CompileError
         from symgraph.backends.native.linker import (NoNativeCodeError, build_program,
                                                     native_available, python_only_chosen,
                                                     warn_no_compiler)
 
-        extra = _with_guard(check_steps(checks) if checks else None, guard)
         if native_available():
-            native = build_program(self.fgraph, order, linker, self.timings, extra,
-                                   backends=self.backends)
-        elif python_only_chosen():
+            return build_program(self.fgraph, order, linker, self.timings, extra,
+                                 backends=self.backends)
+        if python_only_chosen():
             if linker == "c":
                 raise NoNativeCodeError("linker=c needs a C compiler, and the flag cxx is "
                                         "empty (a Python-only configuration)")
             return None
-        else:
-            # The compiler is missing: what the cache holds still runs natively.
-            warn_no_compiler()
-            try:
-                native = build_program(self.fgraph, order, linker, self.timings, extra,
-                                       compile=False, backends=self.backends)
-            except CompileError as exc:
-                if linker == "c":
-                    raise NoNativeCodeError(f"linker=c needs a C compiler: {exc}") from None
-                return None
-        if self.profile is not None:
-            native.program.set_profile(True)
-        return native
+        # The compiler is missing: what the cache holds still runs natively.
+        warn_no_compiler()
+        try:
+            return build_program(self.fgraph, order, linker, self.timings, extra,
+                                 compile=False, backends=self.backends)
+        except CompileError as exc:
+            if linker == "c":
+                raise NoNativeCodeError(f"linker=c needs a C compiler: {exc}") from None
+            return None
 
     def _reference_function(self):
         """DebugMode's unoptimized twin: the outputs and update values, no updates."""

@@ -1,0 +1,152 @@
+"""Warm start's half of linking: what a function's native program is made of,
+as records, and the program rebuilt from them without generating code.
+
+A record says, for one node of the schedule, which kernel library of the
+compile cache holds its kernel (the library's key), under which prefix, the
+kernel's key, kind and aliasing, whether its library uses OpenMP, and the
+global pointers the linker sets after loading (``CKernel.symbols``).  That is
+all the runtime needs: the kernel's C source is not needed again.
+
+:func:`restore_program` assembles the runtime Program as
+``backends/native/linker.build_program`` does, from those records instead
+of freshly lowered kernels.
+"""
+
+import numpy as np
+
+from symgraph.graph.basic import Constant
+
+__all__ = ["native_records", "restore_program"]
+
+
+def native_records(order, native, backends):
+    """One record per node of ``order`` (None for a node run by its Python
+    ``perform``) for the NativeProgram ``native`` just built.
+
+    The kernels are lowered again to learn their keys (in-process, after the
+    first lowering, this is cheap: the generators are imported and their
+    environment known); each must be in one of the program's libraries."""
+    from symgraph.backends.native.linker import _kernel_key, node_kernel
+
+    python_nodes = set(native.python_nodes)
+    where = {}
+    for lib in native.libraries:
+        for key, prefix in lib.manifest.items():
+            where.setdefault(key, (lib.key, prefix))
+    environments, records = {}, []
+    for node in order:
+        if node in python_nodes:
+            records.append(None)
+            continue
+        backend = next((b for b in backends[:-1] if b.claims(node)), backends[-1])
+        kernel = node_kernel(node, backend)
+        if kernel is None:
+            raise RuntimeError(f"{node} runs natively but has no kernel now")
+        key = _kernel_key(kernel, backend, environments)
+        if key not in where:
+            raise RuntimeError(f"the kernel of {node} is in none of the program's libraries")
+        lib_key, prefix = where[key]
+        records.append({"backend": backend.name, "key": key, "lib": lib_key,
+                        "prefix": prefix, "kind": kernel.kind, "view_of": kernel.view_of,
+                        "inplace_of": kernel.inplace_of, "openmp": kernel.openmp,
+                        "symbols": kernel.symbols})
+    return records
+
+
+def _stub(record):
+    """A CKernel without source: what linking needs of a kernel already built."""
+    from symgraph.backends.native.kernel import CKernel
+
+    return CKernel(source="", kind=record["kind"], view_of=tuple(record["view_of"]),
+                   inplace_of=tuple(record["inplace_of"]), symbols=tuple(record["symbols"]),
+                   openmp=bool(record["openmp"]))
+
+
+def _addresses(records, backends):
+    """{node index: (stub kernel, addresses)} and the libraries, or None when a
+    library is missing, damaged or does not hold the kernel it should."""
+    from symgraph.backends.native.cache import get_cache
+    from symgraph.backends.native.linker import LOADED, kernel_addresses
+
+    by_name = {b.name: b for b in backends}
+    cache = get_cache()
+    libs, found = {}, {}
+    for index, record in enumerate(records):
+        if record is None:
+            continue
+        backend = by_name.get(record["backend"])
+        if backend is None:
+            return None
+        lib = libs.get(record["lib"])
+        if lib is None:
+            lib = LOADED.open(cache, record["lib"], openmp=bool(record["openmp"]),
+                              backend=backend)
+            if lib is None:
+                return None
+            libs[record["lib"]] = lib
+        if not lib.holds(record["key"], record["prefix"]):
+            return None
+        kernel = _stub(record)
+        backend.prepare_library(lib, kernel)
+        found[index] = (kernel, kernel_addresses(lib, record["prefix"], kernel.kind), backend)
+    return found, list(libs.values())
+
+
+def restore_program(fgraph, order, records, extra_steps=None, backends=None):
+    """A NativeProgram running ``order`` over ``fgraph`` with the kernels that
+    ``records`` name (see :func:`native_records`), or None when one of them
+    cannot be loaded.  ``extra_steps`` as for ``build_program``."""
+    from symgraph.backends.native.linker import NativeProgram, _native_step, python_step
+    from symgraph.backends.native.runtime import load_runtime
+    from symgraph.backends.protocol import get_backend
+
+    if len(records) != len(order):
+        return None
+    loaded = _addresses(records, list(backends or [get_backend()]))
+    if loaded is None:
+        return None
+    found, libraries = loaded
+    slot_of, constants = {}, []
+    for var in fgraph.inputs:
+        slot_of[var] = len(slot_of)
+    for var in [v for node in order for v in node.inputs + node.outputs] + fgraph.outputs:
+        if var not in slot_of:
+            slot_of[var] = len(slot_of)
+            if isinstance(var, Constant):
+                constants.append(var)
+
+    runtime = load_runtime()
+    steps, step_nodes, python_nodes = [], [], []
+    for index, node in enumerate(order):
+        before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
+        for callable_, ins in before:
+            steps.append((1, callable_, tuple(slot_of[v] for v in ins), ()))
+            step_nodes.append(node)
+        ins = tuple(slot_of[v] for v in node.inputs)
+        outs = tuple(slot_of[v] for v in node.outputs)
+        if index in found:
+            kernel, addresses, backend = found[index]
+            allocator = backend.output_allocator(node).runtime_number(runtime)
+            steps.append(_native_step(kernel, addresses, node, ins, outs, allocator))
+        else:
+            steps.append((1, python_step(node), ins, outs))
+            python_nodes.append(node)
+        step_nodes.append(node)
+        for callable_, ins_vars in after:
+            steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
+            step_nodes.append(node)
+
+    inputs = []
+    for var in fgraph.inputs:
+        dtype = getattr(var.type, "dtype", None)
+        if dtype is None or var.type.__class__.__name__ != "TensorType":
+            inputs.append((slot_of[var], -1, -1, ()))
+            continue
+        inputs.append((slot_of[var], np.dtype(dtype).num, var.type.ndim,
+                       tuple(-1 if s is None else s for s in var.type.shape)))
+    program = runtime.Program(len(slot_of), tuple(inputs), tuple(steps),
+                              tuple(slot_of[v] for v in fgraph.outputs))
+    for var in constants:
+        program.set_constant(slot_of[var], var.data)
+    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
+                         python_nodes, libraries)
