@@ -6,8 +6,8 @@ with the same flags and versions get the same key, and any difference that
 could change the optimized graph, its schedule or its code gives another:
 
 - the graph (``fgraph`` before rewriting: the user's graph with ``givens``
-  substituted), walked in a fixed order: each node's op (its class and every
-  attribute: its ``__props__`` and whatever else the instance holds), the
+  substituted), walked in a fixed order: each node's op (its class, its
+  ``__props__`` and its other public attributes; private ones are memos), the
   types, classes and names of every variable, constants' values, the user's
   line that built each node (errors and ``debugprint`` of the restored graph
   name it), the inputs, outputs, updates and which inputs may be overwritten;
@@ -107,6 +107,10 @@ def _object_state(value):
             raise Uncacheable(f"{type(value).__name__} has no value form")
     state = dict(getattr(value, "__dict__", {}))
     if isinstance(value, PropsValue):
+        # Private attributes of a value object are memos that its methods fill
+        # as they are asked (``_fusable_memo``): its equality ignores them, and
+        # so does the key.  What defines it is in its props and public attributes.
+        state = {k: v for k, v in state.items() if not k.startswith("_")}
         for name in value.__props__:
             state[name] = getattr(value, name)
     # a doc string copied onto the instance says nothing about what it computes

@@ -42,6 +42,7 @@ import tempfile
 import time
 
 from symgraph.compile.warm_key import WARM_FORMAT, Uncacheable, warm_key
+from symgraph.graph.fg import Feature
 
 __all__ = ["WarmStart", "stats", "MAGIC"]
 
@@ -151,6 +152,7 @@ class WarmStart:
         restored.attach_feature(History())
         restored.attach_feature(DestroyHandler(
             [fgraph.inputs[i] for i in destroyable_positions]))
+        restored.attach_feature(KeptSchedule(self.order))
         return restored
 
     def program(self, fgraph, order, timings, extra_steps, backends):
@@ -198,6 +200,19 @@ class WarmStart:
             _log.debug("warm start: the function was not stored: %s", exc)
             return
         stats["stored"] += 1
+
+
+class KeptSchedule(Feature):
+    """Keeps a restored graph's ``toposort()`` the stored schedule: the
+    features that ordered the nodes when it was compiled (in-place updates
+    last) belong to the rewrite phase, which a restored graph skips."""
+
+    def __init__(self, order):
+        self.order = list(order)
+
+    def orderings(self, fgraph):
+        kept = [node for node in self.order if node in fgraph.apply_nodes]
+        return {node: [before] for before, node in zip(kept, kept[1:])}
 
 
 def _verified_payload(data):
