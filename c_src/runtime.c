@@ -742,6 +742,559 @@ static PyTypeObject ProgramType = {
     .tp_getset = Program_getset,
 };
 
+/* -- Loop: a scan's steps, all native, run in C ------------------------------
+ *
+ * A Loop runs an inner Program (a scan's compiled step function whose every
+ * step is native) once per step of the loop without Python in between.  Each
+ * variable of the step has one descriptor: the step's inputs point into the
+ * outer arrays (a sequence's entry t, a recurrent output's tap, a
+ * non-sequence), intermediate values live in buffers the Loop allocates once
+ * and keeps across calls, and a compute kernel that makes one of the step's
+ * outputs writes it straight to its place in the result (a recurrent
+ * output's history or ring, a mapped output's array).  Outputs that are views,
+ * inputs or constants are copied there.  A ring holds at least lag + 1
+ * entries (Python sizes it), so the entry a step writes is never a tap it
+ * reads.  The kernels' shape functions run at every step, except for steps
+ * whose inputs and outputs have static shapes (nothing can change).
+ */
+enum { LOOP_SEQ = 0, LOOP_TAP = 1, LOOP_NONSEQ = 2 };
+enum { LOOP_REC = 0, LOOP_MAPPED = 1, LOOP_COND = 2 };
+
+typedef struct {
+    int kind, index;
+    int64_t offset;            /* a tap: lag + tap, the entry read at step 0 */
+    char *base;                /* per call: the array's data and first stride */
+    int64_t stride, size;      /* size: a ring's entries (0: whole history) */
+    int64_t pos;               /* the entry the current step reads */
+} LoopInput;
+
+typedef struct {
+    int kind, index, slot, typenum, itemsize;
+    int direct;                /* its kernel writes it at its place in the result */
+    /* per call: where step t's entry goes */
+    PyObject *array;           /* the result array (mapped: made at the first step) */
+    char *base;
+    int64_t stride, size, offset, entries;
+    int64_t pos;               /* the entry the current step writes */
+    int reverse, ndim;
+    int64_t shape[SG_MAXDIMS], strides[SG_MAXDIMS];   /* one entry's */
+} LoopOutput;
+
+typedef struct {
+    PyObject_HEAD
+    Program *inner;
+    int n_in, n_out, cond;     /* cond: the output holding the stop condition, -1 */
+    LoopInput *ins;
+    LoopOutput *outs;
+    sg_array *desc;            /* per inner slot */
+    char **temp;               /* per inner slot: the Loop's buffer */
+    size_t *temp_bytes;
+    int *dest_of;              /* per inner slot: the output written there directly, -1 */
+    int *itemsize;             /* per inner slot that a kernel computes */
+    char *static_shapes;       /* per inner step */
+    int failed_step;
+    int64_t failed_t;
+    sg_error err;              /* the kernels' (not cleared per step: 512 bytes) */
+} Loop;
+
+static PyObject *LoopShapeError;  /* Python words the message */
+
+static inline void desc_copy(sg_array *d, const sg_array *s) {
+    d->data = s->data;
+    d->ndim = s->ndim;
+    for (int i = 0; i < s->ndim; i++) { d->shape[i] = s->shape[i]; d->strides[i] = s->strides[i]; }
+}
+
+/* Entry positions move by one per step and wrap around in a ring (no
+ * division in the loop). */
+static inline int64_t next_pos(int64_t pos, int64_t step, int64_t size) {
+    pos += step;
+    return size && pos == size ? 0 : pos;
+}
+
+static inline char *output_entry(const LoopOutput *o, int64_t t, int64_t n) {
+    (void)t; (void)n;
+    return o->base + o->pos * o->stride;
+}
+
+static int itemsize_of(int typenum) {
+    PyArray_Descr *d = PyArray_DescrFromType(typenum);
+    if (d == NULL) return -1;
+    PyObject *a = PyArray_Zeros(0, NULL, d, 0);   /* steals d */
+    if (a == NULL) return -1;
+    int size = (int)PyArray_ITEMSIZE((PyArrayObject *)a);
+    Py_DECREF(a);
+    return size;
+}
+
+static PyObject *shape_tuple(int ndim, const int64_t *shape) {
+    PyObject *dims = PyTuple_New(ndim);
+    if (dims == NULL) return NULL;
+    for (int d = 0; d < ndim; d++) PyTuple_SET_ITEM(dims, d, PyLong_FromLongLong(shape[d]));
+    return dims;
+}
+
+/* LoopShapeError(t, output, shape, expected shape) */
+static int shape_error(int64_t t, int out, int ndim, const int64_t *shape,
+                       const LoopOutput *expected) {
+    PyObject *args = Py_BuildValue("(LiNN)", (long long)t, out, shape_tuple(ndim, shape),
+                                   shape_tuple(expected->ndim, expected->shape));
+    if (args != NULL) PyErr_SetObject(LoopShapeError, args);
+    Py_XDECREF(args);
+    return -1;
+}
+
+/* Output o's entries, made when its first value's shape is known (mapped
+ * outputs), or checked against the shape its array gives each entry. */
+static int output_fits(Loop *L, int o, int64_t t, int ndim, const int64_t *shape) {
+    LoopOutput *out = &L->outs[o];
+    if (out->array == NULL) {
+        npy_intp dims[SG_MAXDIMS + 1];
+        dims[0] = (npy_intp)out->entries;
+        for (int d = 0; d < ndim; d++) dims[d + 1] = (npy_intp)shape[d];
+        out->array = PyArray_SimpleNew(ndim + 1, dims, out->typenum);
+        if (out->array == NULL) return -1;
+        PyArrayObject *a = (PyArrayObject *)out->array;
+        out->base = PyArray_BYTES(a);
+        out->stride = PyArray_STRIDES(a)[0];
+        out->ndim = ndim;
+        for (int d = 0; d < ndim; d++) {
+            out->shape[d] = shape[d];
+            out->strides[d] = PyArray_STRIDES(a)[d + 1];
+        }
+        return 0;
+    }
+    int same = out->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
+    return same ? 0 : shape_error(t, o, ndim, shape, out);
+}
+
+/* The outputs of compute step s described: its buffers, or the outputs' places. */
+static int loop_outputs(Loop *L, Step *s, int64_t t, int64_t n) {
+    for (int k = 0; k < s->n_out; k++) {
+        int slot = s->out_slots[k], ndim = s->out_ndims[k];
+        const int64_t *shape = s->shapes + k * SG_MAXDIMS;
+        sg_array *d = &s->out_desc[k];
+        int o = L->dest_of[slot];
+        d->ndim = ndim;
+        if (o >= 0) {
+            if (output_fits(L, o, t, ndim, shape) < 0) return -1;
+            d->data = output_entry(&L->outs[o], t, n);
+            for (int i = 0; i < ndim; i++) {
+                d->shape[i] = shape[i];
+                d->strides[i] = L->outs[o].strides[i];
+            }
+            continue;
+        }
+        size_t bytes = (size_t)L->itemsize[slot];
+        for (int i = ndim - 1; i >= 0; i--) {
+            d->shape[i] = shape[i];
+            d->strides[i] = (int64_t)bytes;
+            bytes *= (size_t)shape[i];
+        }
+        if (bytes > L->temp_bytes[slot] || L->temp[slot] == NULL) {
+            void *mem = NULL;
+            if (posix_memalign(&mem, 64, bytes ? bytes : 1) != 0) { PyErr_NoMemory(); return -1; }
+            free(L->temp[slot]);
+            L->temp[slot] = mem;
+            L->temp_bytes[slot] = bytes;
+        }
+        d->data = L->temp[slot];
+    }
+    return 0;
+}
+
+static void copy_strided(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
+                         const int64_t *shape, int ndim, int itemsize) {
+    if (ndim == 0) { memcpy(dst, src, itemsize); return; }
+    if (ndim == 1 && ds[0] == itemsize && ss[0] == itemsize) {
+        memcpy(dst, src, (size_t)shape[0] * itemsize);
+        return;
+    }
+    for (int64_t i = 0; i < shape[0]; i++)
+        copy_strided(dst + i * ds[0], ds + 1, src + i * ss[0], ss + 1, shape + 1, ndim - 1,
+                     itemsize);
+}
+
+static int truth(const char *p, int typenum) {
+    switch (typenum) {
+        case NPY_FLOAT: return *(const float *)p != 0.0f;
+        case NPY_DOUBLE: return *(const double *)p != 0.0;
+        case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: return *p != 0;
+        case NPY_SHORT: case NPY_USHORT: return *(const int16_t *)p != 0;
+        case NPY_INT: case NPY_UINT: return *(const int32_t *)p != 0;
+        default: return *(const int64_t *)p != 0;   /* NPY_LONG and wider ints */
+    }
+}
+
+/* One kernel of the step (the descriptors of its inputs already gathered). */
+static int loop_kernel(Loop *L, Step *s, int k, int64_t t, int64_t n, sg_error *err) {
+    switch (s->kind) {
+    case SG_COMPUTE:
+        if (t > 0 && L->static_shapes[k]) {
+            for (int j = 0; j < s->n_out; j++) {
+                int o = L->dest_of[s->out_slots[j]];
+                if (o >= 0) s->out_desc[j].data = output_entry(&L->outs[o], t, n);
+            }
+        } else {
+            if (s->shape(s->in_desc, s->shapes, err)) return raise_kernel_error(err);
+            if (loop_outputs(L, s, t, n) < 0) return -1;
+        }
+        break;
+    case SG_VIEW_OR_COPY: {
+        if (s->shape(s->in_desc, s->shapes, err)) return raise_kernel_error(err);
+        int rc = s->view(s->in_desc, s->shapes, s->out_desc, err);
+        if (rc == 0) return 0;
+        if (rc != SG_NO_VIEW) return raise_kernel_error(err);
+        if (loop_outputs(L, s, t, n) < 0) return -1;
+        break;
+    }
+    case SG_INPLACE:
+        if (check_inplace_shapes(s, err) < 0) return -1;
+        for (int j = 0; j < s->n_out; j++) desc_copy(&s->out_desc[j], &s->in_desc[s->alias[j]]);
+        break;
+    default:
+        break;
+    }
+    if (s->run(s->in_desc, s->out_desc, err)) return raise_kernel_error(err);
+    return 0;
+}
+
+/* Step t of the loop: its inputs placed, its kernels run, its outputs stored.
+ * 1 when the stop condition holds, 0 to go on, -1 on error. */
+static int loop_step(Loop *L, int64_t t, int64_t n, double *kernel_seconds) {
+    Program *p = L->inner;
+    for (int i = 0; i < L->n_in; i++) {
+        LoopInput *in = &L->ins[i];
+        if (in->kind != LOOP_NONSEQ) {
+            L->desc[p->inputs[i].slot].data = in->base + in->pos * in->stride;
+            in->pos = next_pos(in->pos, 1, in->size);
+        }
+    }
+    for (int k = 0; k < p->n_steps; k++) {
+        Step *s = &p->steps[k];
+        double start = p->profile ? now_seconds() : 0.0;
+        for (int i = 0; i < s->n_in; i++) desc_copy(&s->in_desc[i], &L->desc[s->in_slots[i]]);
+        if (loop_kernel(L, s, k, t, n, &L->err) < 0) {
+            L->failed_step = k;
+            L->failed_t = t;
+            return -1;
+        }
+        for (int j = 0; j < s->n_out; j++) desc_copy(&L->desc[s->out_slots[j]], &s->out_desc[j]);
+        if (p->profile) {
+            double spent = now_seconds() - start;
+            p->step_seconds[k] += spent;
+            p->step_calls[k] += 1;
+            *kernel_seconds += spent;
+        }
+    }
+    for (int o = 0; o < L->n_out; o++) {
+        LoopOutput *out = &L->outs[o];
+        if (out->kind == LOOP_COND) continue;
+        if (!out->direct) {
+            const sg_array *src = &L->desc[out->slot];
+            if (output_fits(L, o, t, src->ndim, src->shape) < 0) return -1;
+            copy_strided(output_entry(out, t, n), out->strides, src->data, src->strides,
+                         src->shape, src->ndim, out->itemsize);
+        }
+        out->pos = next_pos(out->pos, out->reverse ? -1 : 1, out->size);
+    }
+    if (L->cond >= 0) {
+        LoopOutput *c = &L->outs[L->cond];
+        return truth(L->desc[c->slot].data, c->typenum);
+    }
+    return 0;
+}
+
+/* An outer array for inner input or output `what`: its dtype and rank checked. */
+static PyArrayObject *loop_array(PyObject *v, int typenum, int ndim, const char *what, int i) {
+    if (!PyArray_Check(v) || PyArray_TYPE((PyArrayObject *)v) != typenum ||
+        PyArray_NDIM((PyArrayObject *)v) != ndim || !PyArray_ISALIGNED((PyArrayObject *)v) ||
+        PyArray_ISBYTESWAPPED((PyArrayObject *)v)) {
+        PyErr_Format(PyExc_TypeError, "Loop.run: %s %d is not an aligned array of type %d "
+                     "and rank %d", what, i, typenum, ndim);
+        return NULL;
+    }
+    return (PyArrayObject *)v;
+}
+
+static void describe_entry(sg_array *d, PyArrayObject *a, int skip) {
+    d->data = PyArray_BYTES(a);
+    d->ndim = PyArray_NDIM(a) - skip;
+    for (int i = 0; i < d->ndim; i++) {
+        d->shape[i] = PyArray_DIMS(a)[i + skip];
+        d->strides[i] = PyArray_STRIDES(a)[i + skip];
+    }
+}
+
+/* run(n_steps, sequences, recurrent, non_sequences, mapped)
+ *   sequences: arrays whose entry t is step t's (reverse them first)
+ *   recurrent: ((buffer, ring, lag), ...): a buffer whose first lag entries are
+ *              the initial ones; ring: 0 for the whole history, else its size
+ *   mapped:    ((reverse, ring), ...) per mapped output
+ * -> (steps run, (mapped arrays or None, ...), seconds in kernels while profiling) */
+static PyObject *Loop_run(Loop *L, PyObject *args) {
+    long long n;
+    PyObject *seqs, *recs, *nonseqs, *mapped;
+    if (!PyArg_ParseTuple(args, "LO!O!O!O!", &n, &PyTuple_Type, &seqs, &PyTuple_Type, &recs,
+                          &PyTuple_Type, &nonseqs, &PyTuple_Type, &mapped))
+        return NULL;
+    Program *p = L->inner;
+    L->failed_step = -1;
+    for (int i = 0; i < p->n_slots; i++) {   /* constants (and nothing else) have values */
+        PyObject *v = p->keep[i] ? p->slots[i] : NULL;
+        if (v != NULL && PyArray_Check(v)) describe_entry(&L->desc[i], (PyArrayObject *)v, 0);
+    }
+    for (int i = 0; i < L->n_in; i++) {
+        LoopInput *in = &L->ins[i];
+        InputSpec *spec = &p->inputs[i];
+        PyObject *group = in->kind == LOOP_SEQ ? seqs : in->kind == LOOP_TAP ? recs : nonseqs;
+        if (in->index >= PyTuple_GET_SIZE(group)) {
+            PyErr_SetString(PyExc_ValueError, "Loop.run: fewer arrays than the step reads");
+            return NULL;
+        }
+        PyObject *v = PyTuple_GET_ITEM(group, in->index);
+        if (in->kind == LOOP_TAP) v = PyTuple_GetItem(v, 0);
+        if (v == NULL) return NULL;
+        PyArrayObject *a = loop_array(v, spec->typenum, spec->ndim + (in->kind != LOOP_NONSEQ),
+                                      "input", i);
+        if (a == NULL) return NULL;
+        describe_entry(&L->desc[spec->slot], a, in->kind != LOOP_NONSEQ);
+        in->base = PyArray_BYTES(a);
+        in->stride = in->kind == LOOP_NONSEQ ? 0 : PyArray_STRIDES(a)[0];
+        in->size = 0;
+        long long lag;
+        if (in->kind == LOOP_TAP &&
+            !PyArg_ParseTuple(PyTuple_GET_ITEM(recs, in->index), "OLL", &v, &in->size, &lag))
+            return NULL;
+        in->pos = in->kind == LOOP_TAP ? (in->size ? in->offset % in->size : in->offset) : 0;
+    }
+    for (int o = 0; o < L->n_out; o++) {
+        LoopOutput *out = &L->outs[o];
+        Py_CLEAR(out->array);
+        if (out->kind == LOOP_COND) continue;
+        PyObject *group = out->kind == LOOP_REC ? recs : mapped;
+        if (out->index >= PyTuple_GET_SIZE(group)) {
+            PyErr_SetString(PyExc_ValueError, "Loop.run: fewer results than the step makes");
+            return NULL;
+        }
+        PyObject *buf;
+        long long ring, lag;
+        if (out->kind == LOOP_REC) {
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(group, out->index), "OLL", &buf, &ring, &lag))
+                return NULL;
+            PyArrayObject *a = loop_array(buf, out->typenum, PyArray_Check(buf) ?
+                                          PyArray_NDIM((PyArrayObject *)buf) : 1, "output", o);
+            if (a == NULL) return NULL;
+            Py_INCREF(buf);
+            out->array = buf;
+            out->base = PyArray_BYTES(a);
+            out->stride = PyArray_STRIDES(a)[0];
+            out->size = ring;
+            out->reverse = 0;
+            out->ndim = PyArray_NDIM(a) - 1;
+            for (int d = 0; d < out->ndim; d++) {
+                out->shape[d] = PyArray_DIMS(a)[d + 1];
+                out->strides[d] = PyArray_STRIDES(a)[d + 1];
+            }
+            out->offset = lag;   /* step t writes entry lag + t */
+            out->pos = ring ? lag % ring : lag;
+            continue;
+        }
+        int reverse;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(group, out->index), "pL", &reverse, &ring))
+            return NULL;
+        out->reverse = reverse;
+        out->size = ring ? (ring < n ? ring : n) : 0;
+        out->entries = out->size ? out->size : n;
+        out->offset = 0;
+        out->pos = reverse ? n - 1 : 0;
+    }
+    double kernel_seconds = 0.0;
+    long long done = n;
+    for (long long t = 0; t < n; t++) {
+        int rc = loop_step(L, t, n, &kernel_seconds);
+        if (rc < 0) return NULL;
+        if (rc > 0) { done = t + 1; break; }
+    }
+    PyObject *arrays = PyTuple_New(L->n_out);
+    if (arrays == NULL) return NULL;
+    for (int o = 0; o < L->n_out; o++) {
+        PyObject *a = L->outs[o].kind == LOOP_MAPPED && L->outs[o].array ? L->outs[o].array
+                                                                          : Py_None;
+        Py_INCREF(a);
+        PyTuple_SET_ITEM(arrays, o, a);
+        Py_CLEAR(L->outs[o].array);
+    }
+    return Py_BuildValue("(LNd)", done, arrays, kernel_seconds);
+}
+
+/* failed() -> (step of the loop, index of the inner step, its inputs' copies) */
+static PyObject *Loop_failed(Loop *L, PyObject *unused) {
+    if (L->failed_step < 0) Py_RETURN_NONE;
+    Step *s = &L->inner->steps[L->failed_step];
+    PyObject *values = PyTuple_New(s->n_in);
+    if (values == NULL) return NULL;
+    for (int i = 0; i < s->n_in; i++) {
+        const sg_array *d = &L->desc[s->in_slots[i]];
+        npy_intp dims[SG_MAXDIMS], strides[SG_MAXDIMS];
+        for (int k = 0; k < d->ndim; k++) { dims[k] = d->shape[k]; strides[k] = d->strides[k]; }
+        int typenum = NPY_DOUBLE;
+        for (int j = 0; j < L->inner->n_steps; j++) {   /* who made the slot decides its type */
+            Step *w = &L->inner->steps[j];
+            for (int k = 0; k < w->n_out; k++)
+                if (w->out_slots[k] == s->in_slots[i]) typenum = w->out_typenums[k];
+        }
+        for (int j = 0; j < L->inner->n_inputs; j++)
+            if (L->inner->inputs[j].slot == s->in_slots[i]) typenum = L->inner->inputs[j].typenum;
+        PyObject *c = L->inner->slots[s->in_slots[i]];
+        if (c != NULL && PyArray_Check(c)) typenum = PyArray_TYPE((PyArrayObject *)c);
+        PyObject *view = PyArray_New(&PyArray_Type, d->ndim, dims, typenum, strides, d->data,
+                                     0, 0, NULL);
+        PyObject *copy = view ? PyArray_NewCopy((PyArrayObject *)view, NPY_CORDER) : NULL;
+        Py_XDECREF(view);
+        if (copy == NULL) { Py_DECREF(values); return NULL; }
+        PyTuple_SET_ITEM(values, i, copy);
+    }
+    return Py_BuildValue("(LiN)", (long long)L->failed_t, L->failed_step, values);
+}
+
+/* Loop(program, inputs, outputs, static_shapes)
+ *   inputs:  per inner input (kind, index, offset): LOOP_SEQ i, LOOP_TAP of
+ *            recurrent output i at entry offset + t, LOOP_NONSEQ i
+ *   outputs: per inner output (kind, index): LOOP_REC, LOOP_MAPPED, LOOP_COND
+ *   static_shapes: per inner step, whether its shapes are the same at every step */
+static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
+    PyObject *program, *inputs, *outputs, *statics;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &ProgramType, &program, &PyTuple_Type, &inputs,
+                          &PyTuple_Type, &outputs, &PyTuple_Type, &statics))
+        return -1;
+    Program *p = (Program *)program;
+    Py_INCREF(program);
+    Py_XSETREF(L->inner, p);
+    L->n_in = (int)PyTuple_GET_SIZE(inputs);
+    L->n_out = (int)PyTuple_GET_SIZE(outputs);
+    if (L->n_in != p->n_inputs || L->n_out != p->n_outputs ||
+        PyTuple_GET_SIZE(statics) != p->n_steps) {
+        PyErr_SetString(PyExc_ValueError, "Loop: the roles do not match the step's program");
+        return -1;
+    }
+    for (int k = 0; k < p->n_steps; k++)
+        if (p->steps[k].type != STEP_NATIVE) {
+            PyErr_SetString(PyExc_TypeError, "Loop: the step function has a Python step");
+            return -1;
+        }
+    int n_slots = p->n_slots > 0 ? p->n_slots : 1;
+    L->ins = PyMem_Calloc(L->n_in > 0 ? L->n_in : 1, sizeof(LoopInput));
+    L->outs = PyMem_Calloc(L->n_out > 0 ? L->n_out : 1, sizeof(LoopOutput));
+    L->desc = PyMem_Calloc(n_slots, sizeof(sg_array));
+    L->temp = PyMem_Calloc(n_slots, sizeof(char *));
+    L->temp_bytes = PyMem_Calloc(n_slots, sizeof(size_t));
+    L->dest_of = PyMem_Calloc(n_slots, sizeof(int));
+    L->itemsize = PyMem_Calloc(n_slots, sizeof(int));
+    L->static_shapes = PyMem_Calloc(p->n_steps > 0 ? p->n_steps : 1, 1);
+    if (!L->ins || !L->outs || !L->desc || !L->temp || !L->temp_bytes || !L->dest_of ||
+        !L->itemsize || !L->static_shapes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n_slots; i++) L->dest_of[i] = -1;
+    for (int i = 0; i < L->n_in; i++) {
+        LoopInput *in = &L->ins[i];
+        long long offset;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(inputs, i), "iiL", &in->kind, &in->index, &offset))
+            return -1;
+        in->offset = offset;
+        if (p->inputs[i].typenum < 0) {
+            PyErr_SetString(PyExc_TypeError, "Loop: a step input is not an array");
+            return -1;
+        }
+    }
+    char *computed = PyMem_Calloc(n_slots, 1);   /* slots that compute kernels make */
+    if (computed == NULL) { PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < p->n_steps; k++) {
+        Step *s = &p->steps[k];
+        L->static_shapes[k] = (char)PyObject_IsTrue(PyTuple_GET_ITEM(statics, k));
+        for (int j = 0; j < s->n_out; j++) {
+            int size = itemsize_of(s->out_typenums[j]);
+            if (size < 0) { PyMem_Free(computed); return -1; }
+            L->itemsize[s->out_slots[j]] = size;
+            if (s->kind == SG_COMPUTE) computed[s->out_slots[j]] = 1;
+        }
+    }
+    L->cond = -1;
+    for (int o = 0; o < L->n_out; o++) {
+        LoopOutput *out = &L->outs[o];
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(outputs, o), "ii", &out->kind, &out->index)) {
+            PyMem_Free(computed);
+            return -1;
+        }
+        out->slot = p->output_slots[o];
+        if (out->kind == LOOP_COND) L->cond = o;
+    }
+    for (int o = 0; o < L->n_out; o++) {
+        LoopOutput *out = &L->outs[o];
+        /* The output's dtype: its kernel's, or its input's or constant's. */
+        out->typenum = -1;
+        for (int k = 0; k < p->n_steps; k++)
+            for (int j = 0; j < p->steps[k].n_out; j++)
+                if (p->steps[k].out_slots[j] == out->slot) out->typenum = p->steps[k].out_typenums[j];
+        for (int i = 0; i < p->n_inputs; i++)
+            if (p->inputs[i].slot == out->slot) out->typenum = p->inputs[i].typenum;
+        PyObject *c = p->slots[out->slot];
+        if (out->typenum < 0 && c != NULL && PyArray_Check(c))
+            out->typenum = PyArray_TYPE((PyArrayObject *)c);
+        if (out->typenum < 0) {
+            PyMem_Free(computed);
+            PyErr_SetString(PyExc_TypeError, "Loop: a step output is not an array");
+            return -1;
+        }
+        out->itemsize = itemsize_of(out->typenum);
+        if (out->itemsize < 0) { PyMem_Free(computed); return -1; }
+        /* Written in place by its kernel: computed, and no other output is the same value. */
+        int unique = 1;
+        for (int q = 0; q < L->n_out; q++)
+            if (q != o && L->outs[q].slot == out->slot) unique = 0;
+        out->direct = out->kind != LOOP_COND && computed[out->slot] && unique;
+        if (out->direct) L->dest_of[out->slot] = o;
+    }
+    PyMem_Free(computed);
+    L->failed_step = -1;
+    return 0;
+}
+
+static void Loop_dealloc(Loop *L) {
+    if (L->inner != NULL && L->temp != NULL)
+        for (int i = 0; i < L->inner->n_slots; i++) free(L->temp[i]);
+    for (int o = 0; L->outs && o < L->n_out; o++) Py_XDECREF(L->outs[o].array);
+    PyMem_Free(L->ins); PyMem_Free(L->outs); PyMem_Free(L->desc); PyMem_Free(L->temp);
+    PyMem_Free(L->temp_bytes); PyMem_Free(L->dest_of); PyMem_Free(L->itemsize);
+    PyMem_Free(L->static_shapes);
+    Py_XDECREF(L->inner);
+    Py_TYPE(L)->tp_free((PyObject *)L);
+}
+
+static PyMethodDef Loop_methods[] = {
+    {"run", (PyCFunction)Loop_run, METH_VARARGS,
+     "run(n_steps, sequences, recurrent, non_sequences, mapped) -> (steps run, mapped "
+     "arrays, seconds in kernels)."},
+    {"failed", (PyCFunction)Loop_failed, METH_NOARGS,
+     "failed() -> (step, inner step, its input values) after an error, else None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = SG_RUNTIME_NAME ".Loop",
+    .tp_basicsize = sizeof(Loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A scan's step program run n times in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Loop_init,
+    .tp_dealloc = (destructor)Loop_dealloc,
+    .tp_methods = Loop_methods,
+};
+
 /* register_allocator(capsule) -> number: the steps of a backend name it. */
 static PyObject *register_allocator(PyObject *module, PyObject *capsule) {
     (void)module;
@@ -794,6 +1347,13 @@ PyMODINIT_FUNC SG_RUNTIME_INIT(void) {
     InputMismatch = PyErr_NewException(SG_RUNTIME_NAME ".InputMismatch", PyExc_TypeError, NULL);
     Py_INCREF(InputMismatch);
     PyModule_AddObject(m, "InputMismatch", InputMismatch);
+    if (PyType_Ready(&LoopType) < 0) return NULL;
+    Py_INCREF(&LoopType);
+    PyModule_AddObject(m, "Loop", (PyObject *)&LoopType);
+    LoopShapeError = PyErr_NewException(SG_RUNTIME_NAME ".LoopShapeError", PyExc_ValueError,
+                                        NULL);
+    Py_INCREF(LoopShapeError);
+    PyModule_AddObject(m, "LoopShapeError", LoopShapeError);
     PyModule_AddStringConstant(m, "source_hash", SG_RUNTIME_SOURCE_HASH);
     return m;
 }

@@ -32,8 +32,26 @@ class ScanProfile:
         self.op, self.inner = op, inner
         self.calls = self.steps = 0
         self.loop_time = self.step_time = 0.0
+        self.native = False
 
-    def run(self, node, inputs, output_storage):
+    def run(self, node, inputs, output_storage, loop=None):
+        """Run the node, timed: through ``loop`` (a runtime Loop, which times the
+        step's kernels itself) when given, else the Python loop."""
+        if loop is not None:
+            from symgraph.scan.native_loop import run_native_scan
+
+            self.native = True
+            start = time.perf_counter()
+            try:
+                steps, seconds = run_native_scan(self.op, node, inputs, output_storage, loop,
+                                                 self.inner)
+            finally:
+                self.loop_time += time.perf_counter() - start
+                self.calls += 1
+            self.steps += steps
+            self.step_time += seconds
+            return
+
         def timed(*args):
             start = time.perf_counter()
             try:
@@ -50,12 +68,14 @@ class ScanProfile:
             self.calls += 1
 
     def overhead_per_step(self):
-        """Seconds per step spent outside the step function (the loop's own cost)."""
+        """Seconds per step spent outside the step function (the loop's own cost;
+        for the native loop, outside its kernels)."""
         return (self.loop_time - self.step_time) / self.steps if self.steps else 0.0
 
     def summary(self, file=None):
         """Print (or return with file='str') the loop's timing and the step's profile."""
-        lines = [f"Scan profile: {self.op.where()}",
+        how = "in C (native loop)" if self.native else "in Python around the step function"
+        lines = [f"Scan profile: {self.op.where()}, looping {how}",
                  f"  calls: {self.calls}, steps: {self.steps}, time in the loop: "
                  f"{self.loop_time:.6f}s, in the step function: {self.step_time:.6f}s",
                  f"  overhead per step: {self.overhead_per_step() * 1e6:.2f} us"]
@@ -71,13 +91,7 @@ class ScanProfile:
 def run_scan(op, node, inputs, output_storage, inner):
     """Run ``node`` (a Scan) on ``inputs``, writing ``output_storage``."""
     info = op.info
-    n_steps = _n_steps(op, inputs[0])
-    seqs = [inputs[info.outer_seq(i)] for i in range(info.n_seqs)]
-    for i, seq in enumerate(seqs):
-        if len(seq) < n_steps:
-            raise ValueError(
-                f"{op.where()}: {op.label('seq', i)} has {len(seq)} entries, but the loop "
-                f"runs {n_steps} steps (n_steps); give a longer sequence or fewer steps")
+    n_steps, seqs = loop_inputs(op, inputs)
     recs = [_RecBuffer(op, k, inputs[info.outer_rec(k)], n_steps) for k in range(info.n_rec)]
     states = [inputs[info.outer_state(s)] for s in range(info.n_states)]
     traces = [[] for _ in range(info.n_states)]
@@ -101,7 +115,7 @@ def run_scan(op, node, inputs, output_storage, inner):
         try:
             outs = inner(*args)
         except Exception as exc:  # noqa: BLE001 - re-raised as its own class
-            raise _step_error(op, t, n_steps, exc) from exc
+            raise step_error(op, t, n_steps, exc) from exc
         for k, write in enumerate(writers):
             write(t, outs[k])
         for j in range(n_nitsot):
@@ -117,9 +131,33 @@ def run_scan(op, node, inputs, output_storage, inner):
             done = t + 1
             break
 
+    store_results(op, node, output_storage, recs, mapped, done, n_steps)
+    for s in range(n_states):
+        output_storage[info.out_state(s)][0] = states[s]
+        output_storage[info.out_state_trace(s)][0] = traces[s]
+
+
+def loop_inputs(op, inputs):
+    """``(n_steps, sequences)`` of a call, checked: no negative step count, no
+    sequence shorter than the loop."""
+    info = op.info
+    n_steps = _n_steps(op, inputs[0])
+    seqs = [inputs[info.outer_seq(i)] for i in range(info.n_seqs)]
+    for i, seq in enumerate(seqs):
+        if len(seq) < n_steps:
+            raise ValueError(
+                f"{op.where()}: {op.label('seq', i)} has {len(seq)} entries, but the loop "
+                f"runs {n_steps} steps (n_steps); give a longer sequence or fewer steps")
+    return n_steps, seqs
+
+
+def store_results(op, node, output_storage, recs, mapped, done, n_steps):
+    """The recurrent and mapped outputs of a loop that ran ``done`` steps of
+    ``n_steps``: histories cut to the steps run, rings' entries in step order."""
+    info = op.info
     for k, rec in enumerate(recs):
         output_storage[info.out_rec(k)][0] = rec.result(done)
-    for j in range(n_nitsot):
+    for j in range(info.n_nitsot):
         out, keep = mapped[j], info.nitsot_keep[j]
         if out is None:
             out = _empty_mapped(node.outputs[info.out_nitsot(j)])
@@ -129,9 +167,6 @@ def run_scan(op, node, inputs, output_storage, inner):
         elif done < n_steps:
             out = out[:done].copy()
         output_storage[info.out_nitsot(j)][0] = out
-    for s in range(n_states):
-        output_storage[info.out_state(s)][0] = states[s]
-        output_storage[info.out_state_trace(s)][0] = traces[s]
 
 
 def _n_steps(op, value):
@@ -157,7 +192,10 @@ def _reader(seq, reverse):
 class _RecBuffer:
     """The storage of one recurrent output: whole history or ring."""
 
-    def __init__(self, op, k, init, n_steps):
+    def __init__(self, op, k, init, n_steps, spare=0):
+        """``spare``: entries a ring holds beyond its taps' (the native loop
+        writes step t's entry while the step still reads its taps: one more
+        entry keeps them apart)."""
         info = op.info
         self.op, self.k = op, k
         self.taps = info.rec_taps[k]
@@ -172,7 +210,7 @@ class _RecBuffer:
         self.elem_shape = init.shape[1:]
         keep = info.rec_keep[k]
         self.keep = keep
-        self.size = lag + n_steps if keep == 0 else max(keep, lag)
+        self.size = lag + n_steps if keep == 0 else max(keep, lag + spare)
         self.ring = keep != 0
         self.buf = np.empty((self.size,) + self.elem_shape, dtype=init.dtype)
         # The initial entries sit at positions 0..lag-1, which a ring of
@@ -189,11 +227,11 @@ class _RecBuffer:
 
     def write(self, t, value):
         if getattr(value, "shape", None) != self.elem_shape:
-            self._bad_shape(t, np.shape(value))
+            self.bad_shape(t, np.shape(value))
         pos = self.lag + t
         self.buf[pos % self.size if self.ring else pos] = value
 
-    def _bad_shape(self, t, shape):
+    def bad_shape(self, t, shape):
         if shape != self.elem_shape:
             raise ValueError(
                 f"{self.op.where()}: at step {t}, the step function returned shape "
@@ -220,14 +258,19 @@ def _new_mapped(op, j, value, n_steps):
 def _write_mapped(op, j, out, t, n_steps, value, reverse, keep):
     value = np.asarray(value)
     if value.shape != out.shape[1:]:
-        raise ValueError(
-            f"{op.where()}: at step {t}, the step function returned shape {value.shape} "
-            f"for {op.label('nitsot', j)}, but step 0 returned shape {out.shape[1:]}; "
-            f"every step must return the same shape")
+        raise mapped_shape_error(op, j, t, value.shape, out.shape[1:])
     if keep:
         out[t % len(out)] = value
     else:
         out[n_steps - 1 - t if reverse else t] = value
+
+
+def mapped_shape_error(op, j, t, shape, first):
+    """The error for a mapped output whose step ``t`` has another shape than step 0's."""
+    return ValueError(
+        f"{op.where()}: at step {t}, the step function returned shape {shape} "
+        f"for {op.label('nitsot', j)}, but step 0 returned shape {first}; "
+        f"every step must return the same shape")
 
 
 def _empty_mapped(var):
@@ -237,7 +280,7 @@ def _empty_mapped(var):
     return np.zeros(shape, dtype=var.type.dtype)
 
 
-def _step_error(op, t, n_steps, exc):
+def step_error(op, t, n_steps, exc):
     """``exc`` as its own class, its message saying which step of which scan failed."""
     from symgraph.compile.errors import _rebuilt
 

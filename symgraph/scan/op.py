@@ -7,8 +7,9 @@ the roles of the inputs and outputs (see ``scan/info.py``).  ``scan()``
 (``scan/grad.py``) and R-operator (``scan/rop.py``) build further Scan nodes.
 
 Execution: when a function that contains the node is compiled, the step graph
-is compiled once into an inner function with the same mode (``prepare_node``);
-``perform`` (``scan/loop.py``) calls that function once per step.
+is compiled once into an inner function with the same mode (``prepare_node``).
+``perform`` runs the loop in C when that function is all native
+(``scan/native_loop.py``), else calls it once per step (``scan/loop.py``).
 """
 
 import uuid
@@ -175,17 +176,32 @@ class Scan(Op):
             fn = self._default_inner
         return fn
 
+    def native_loop(self, node, inner):
+        """The runtime Loop that runs ``inner`` in C (``scan/native_loop.py``),
+        made once per compiled step function; None when the step needs Python."""
+        from symgraph.scan import native_loop
+
+        cached = getattr(node.tag, "scan_loop", None)
+        if cached is None or cached[0] is not inner:
+            cached = node.tag.scan_loop = (inner, native_loop.native_loop(self, inner))
+        return cached[1] if native_loop.enabled else None
+
     def perform(self, node, inputs, output_storage):
         from symgraph.scan.loop import ScanProfile, run_scan
+        from symgraph.scan.native_loop import run_native_scan
 
         inner = self.inner_function(node)
+        loop = self.native_loop(node, inner)
         if not self.profile:
-            run_scan(self, node, inputs, output_storage, inner)
+            if loop is not None:
+                run_native_scan(self, node, inputs, output_storage, loop, inner)
+            else:
+                run_scan(self, node, inputs, output_storage, inner)
             return
         stats = getattr(node.tag, "scan_profile", None)
-        if stats is None:
+        if stats is None or stats.inner is not inner:
             stats = node.tag.scan_profile = ScanProfile(self, inner)
-        stats.run(node, inputs, output_storage)
+        stats.run(node, inputs, output_storage, loop)
 
     def debug_inner_graph(self, node):
         """``(inner inputs, inner outputs, outer variable feeding each inner
