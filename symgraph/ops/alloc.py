@@ -207,11 +207,25 @@ class ARange(Op):
         output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from symgraph.ops.math import cast, ceil, maximum, true_div
+        from symgraph.ops.constant_values import scalar_constant_value
+        from symgraph.ops.math import cast, ceil, int_div, maximum, true_div
 
+        zero = constant(0, dtype="int64")
+        if all(v.dtype in INT_DTYPES and v.dtype != "uint64"
+               for v in node.inputs):
+            # Integer arithmetic, exact (a float ceil loses integers above 2**53),
+            # and simple where the rewrites can see through it: arange(0, n, 1)
+            # has length maximum(n, 0), which is n for a size.
+            start, stop, step = (cast(v, "int64") for v in node.inputs)
+            start_v, step_v = (scalar_constant_value(v) for v in (node.inputs[0],
+                                                                  node.inputs[2]))
+            span = stop if start_v == 0 else stop - start
+            # ceil(span / step) == -((-span) // step), with floor division.
+            length = span if step_v == 1 else -int_div(-span, step)
+            return [(maximum(length, zero),)]
         start, stop, step = (cast(v, "float64") for v in node.inputs)
         length = cast(ceil(true_div(stop - start, step)), "int64")
-        return [(maximum(length, constant(0, dtype="int64")),)]
+        return [(maximum(length, zero),)]
 
     def connection_pattern(self, node):
         return [[True], [False], [True]]

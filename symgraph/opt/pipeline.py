@@ -19,7 +19,8 @@ from dataclasses import dataclass
 # Every pass module, imported explicitly so that registration never depends on
 # which module someone happened to import first.
 from symgraph.opt import merge, constant_folding  # noqa: F401
-from symgraph.opt import canonicalize, canonicalize_shape  # noqa: F401
+from symgraph.opt import canonicalize, canonicalize_shape, canonicalize_algebra  # noqa: F401
+from symgraph.opt import canonicalize_fill  # noqa: F401
 from symgraph.opt import stabilize, specialize  # noqa: F401
 from symgraph.opt import stabilize_nnet  # noqa: F401
 from symgraph.opt import stabilize_softmax  # noqa: F401

@@ -3,7 +3,10 @@
 ``log(1 + x) -> log1p(x)``, ``log(1 - x) -> log1p(-x)``, ``exp(x) - 1 ->
 expm1(x)``, ``log(sigmoid(x)) -> -softplus(-x)``, ``log(1 - sigmoid(x)) ->
 -softplus(x)``, ``1 / (1 + exp(-x)) -> sigmoid(x)``, ``1 - sigmoid(x) ->
-sigmoid(-x)``, ``log(exp(x)) -> x`` and ``log(softmax(x)) -> logsoftmax(x)``.
+sigmoid(-x)``, ``log(exp(x)) -> x``, ``log1p(exp(x)) -> softplus(x)``, ``sqrt(sqr(x)) -> abs(x)``
+(no overflow of x*x), ``sqr(sqrt(x)) -> switch(x >= 0, x, NaN)`` (specialize: x
+itself, the exact value, where x*x of a rounded root is off by an ulp) and
+``log(softmax(x)) -> logsoftmax(x)``.
 These change results only where the original lost them (overflow,
 cancellation): that is their purpose.
 
@@ -154,6 +157,41 @@ def is_non_negative(var):
         return data.dtype.kind in "biuf" and bool(np.all(~(data < 0)))
     return owner_if(var, *_NON_NEGATIVE) is not None or \
         (var.dtype.startswith("uint") or var.dtype == "bool")
+
+
+@node_rewriter([sm.Log1p])
+def local_log1p_exp(fgraph, node):
+    """``log1p(exp(x)) -> softplus(x)`` (finite where exp(x) overflows)."""
+    inner = owner_if(node.inputs[0], sm.Exp)
+    if inner is None:
+        return None
+    return _replace(node, M.softplus, inner.inputs[0])
+
+
+@node_rewriter([sm.Sqrt])
+def local_sqrt_sqr(fgraph, node):
+    """``sqrt(sqr(x)) -> abs(x)`` (x*x overflows for |x| > 1e154 in float64)."""
+    inner = owner_if(node.inputs[0], sb.Sqr)
+    if inner is None or not node.outputs[0].dtype.startswith("float") or \
+            inner.inputs[0].dtype != node.outputs[0].dtype:
+        return None
+    return _replace(node, M.abs_, inner.inputs[0])
+
+
+@node_rewriter([sb.Sqr])
+def local_sqr_sqrt(fgraph, node):
+    """``sqr(sqrt(x)) -> switch(x >= 0, x, NaN)``: NaN for negative x, as before."""
+    inner = owner_if(node.inputs[0], sm.Sqrt)
+    out = node.outputs[0]
+    if inner is None or inner.inputs[0].dtype != out.dtype:
+        return None
+    x = inner.inputs[0]
+    return _replace(node, lambda v: M.switch(M.ge(v, 0), v, np.asarray(np.nan, out.dtype)), x)
+
+
+_stabilize(local_log1p_exp)
+_stabilize(local_sqrt_sqr)
+register(local_sqr_sqrt, "fast_run", phase="specialize")
 
 
 local_exp_log = PatternRewriter((sm.Exp, (sm.Log, "x")), "x", name="local_exp_log",

@@ -13,6 +13,12 @@ Phase ``stabilize`` (tags ``fast_run``, ``stabilize``), next to
   becomes ``-SoftmaxCrossEntropy1Hot(x, y)[0]``: the mean (or sum) of its
   negation is then the fused, stable nll, finite where the picked
   probability underflows to 0;
+* ``local_log_sum_exp_to_logsoftmax``: ``a - log(sum(exp(a), axis, keepdims=True))``
+  (examples/demo.py's log-softmax from primitives) becomes ``logsoftmax(a,
+  axis)``, so that its picked rows become the fused nll too;
+* ``local_softmax_of_shifted``: ``softmax(x - max(x, axis, keepdims=True))``
+  (same axis; also logsoftmax) becomes ``softmax(x)``, which shifts by the
+  maximum itself: one pass and one reduction fewer, the same values;
 * ``local_log_picked_softmax_1hot_grad``: its gradient, ``SoftmaxGrad(zeros[
   arange(n), y] += v / softmax(x)[arange(n), y], sm)``, becomes
   ``SoftmaxCrossEntropy1HotGrad(-v, sm, y)``: no division by a picked
@@ -39,14 +45,15 @@ def _stabilize(rewriter):
 
 # -- exp(x) / sum(exp(x), axis, keepdims=True) -------------------------------------------
 
-def _kept_sum_axis(var):
+def _kept_sum_axis(var, reduce_cls=Sum):
     """``(a, s)`` when ``var`` is ``sum(s, axis=a, keepdims=True)`` (a Sum over one
-    axis followed by the DimShuffle that puts that axis back as 1), else None."""
+    axis followed by the DimShuffle that puts that axis back as 1), else None.
+    ``reduce_cls`` asks for another reduction (Max) instead."""
     node = var.owner
     if node is None or not isinstance(node.op, DimShuffle):
         return None
     inner = node.inputs[0].owner
-    if inner is None or not isinstance(inner.op, Sum):
+    if inner is None or not isinstance(inner.op, reduce_cls):
         return None
     axes = inner.op.axes(inner.inputs[0].ndim)
     if len(axes) != 1:
@@ -157,6 +164,46 @@ def local_log_picked_softmax_1hot_grad(fgraph, node):
     return None if new is None else [new]
 
 
+@node_rewriter([sb.Sub])
+def local_log_sum_exp_to_logsoftmax(fgraph, node):
+    """``a - log(sum(exp(a), axis=k, keepdims=True)) -> logsoftmax(a, axis=k)``."""
+    a, right = node.inputs
+    log = owner_if(right, sm.Log)
+    found = _kept_sum_axis(log.inputs[0]) if log is not None else None
+    if found is None or a.ndim != right.ndim or not a.dtype.startswith("float") or \
+            _exp_input(found[1]) is not a:
+        return None
+    new = conform(nnet.logsoftmax(a, axis=found[0]), node.outputs[0])
+    return None if new is None else [new]
+
+
+@node_rewriter([nnet.Softmax, nnet.LogSoftmax, nl.SoftmaxCrossEntropy1Hot])
+def local_softmax_of_shifted(fgraph, node):
+    """``softmax(x - max(x, axis, keepdims=True)) -> softmax(x)`` (and logsoftmax,
+    and the fused row nll): softmax is invariant to the shift, and the kernels
+    subtract the maximum themselves."""
+    from symgraph.ops.reduce import Max
+
+    sub = owner_if(node.inputs[0], sb.Sub)
+    if sub is None:
+        return None
+    x, shift = sub.inputs
+    found = _kept_sum_axis(shift, Max)
+    if isinstance(node.op, nl.SoftmaxCrossEntropy1Hot):
+        axis = 1
+    else:
+        axis = node.op._axis(x.ndim)
+        axis = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
+    if found is None or found[1] is not x or axis != found[0]:
+        return None
+    outs = node.op(x, *node.inputs[1:])
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    new = [conform(o, old) for o, old in zip(outs, node.outputs)]
+    return None if any(n is None for n in new) else new
+
+
 _stabilize(local_exp_over_sum_exp)
+_stabilize(local_log_sum_exp_to_logsoftmax)
+_stabilize(local_softmax_of_shifted)
 _stabilize(local_log_picked_softmax_1hot)
 _stabilize(local_log_picked_softmax_1hot_grad)
