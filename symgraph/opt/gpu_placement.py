@@ -55,7 +55,25 @@ def _to_device(var, context):
 
 def _is_trivial(node):
     # Shape bookkeeping that never touches array data stays on the host freely.
-    return type(node.op).__name__ in ("Shape", "Shape_i", "MakeVector")
+    return type(node.op).__name__ in ("Shape", "Shape_i", "MakeVector") or \
+        _host_bookkeeping(node)
+
+
+#: Why integer work on host values stays there (placement_report).
+BOOKKEEPING = "integer bookkeeping of host values (sizes, indices): stays on the host"
+
+
+def _host_bookkeeping(node):
+    """Scalars and vectors computed from integer scalars and vectors of the
+    host only (sizes, index vectors, a mean's divisor): their consumers read
+    them on the host, so moving them would cost transfers both ways and a
+    launch for a few numbers."""
+    _, HostFromGpu = _transfer_nodes()
+    if any(v.owner is not None and isinstance(v.owner.op, HostFromGpu) for v in node.inputs):
+        return False
+    small = all(getattr(v.type, "ndim", 2) <= 1 for v in node.inputs + node.outputs)
+    return small and all(str(getattr(v.type, "dtype", "float")).startswith(("int", "uint", "bool"))
+                         for v in node.inputs)
 
 
 @graph_rewriter
@@ -77,7 +95,7 @@ def gpu_placement(fgraph, verbose=False):
         if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
             node.tag.cpu_reason = "not an array op"
             continue
-        reason = device_support(kind, node)
+        reason = BOOKKEEPING if _host_bookkeeping(node) else device_support(kind, node)
         if reason is not None:
             node.tag.cpu_reason = reason
             continue
@@ -171,3 +189,24 @@ def local_cut_transfer_pair(fgraph, node):
 
 
 register(local_cut_transfer_pair, "fast_run", "fast_compile", "gpu", phase="gpu")
+
+
+@node_rewriter(["symgraph.ops.transfer:GpuFromHost"])
+def local_device_constant(fgraph, node):
+    """``GpuFromHost(constant) -> device constant``: a constant is copied to the
+    device once, when the function is compiled, not at every call."""
+    from symgraph.graph.basic import Constant
+    from symgraph.tensor.gpu_type import to_device
+
+    (value,) = node.inputs
+    if not isinstance(value, Constant):
+        return None
+    out_type = node.outputs[0].type
+    try:
+        data = to_device(value.data, out_type.context_name)
+    except RuntimeError:
+        return None                    # no device arrays registered (cross-compile only)
+    return [Constant(out_type, data, name=value.name)]
+
+
+register(local_device_constant, "fast_run", "fast_compile", "gpu", phase="gpu")

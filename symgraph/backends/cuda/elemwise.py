@@ -12,7 +12,8 @@ step of a fused composite as on the CPU.
 
 Declined (the node stays on the CPU, with the reason in ``placement_report``):
 more than :data:`MAX_DIMS` dimensions, complex dtypes, scalar ops
-whose C needs helper functions (``c_support``) or raises errors.
+whose C needs helper functions that have no device version
+(``scalar_cuda.py``) or raises errors.
 """
 
 from symgraph.backends.c_family.c_text import c_string
@@ -20,6 +21,7 @@ from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.c_family.scalar_base import c_ctype
 from symgraph.backends.c_family.scalar_c import (c_body, c_error_messages, c_input_dtypes,
                                                  c_support, language)
+from symgraph.backends.cuda import scalar_cuda
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["MAX_DIMS", "BLOCK", "elemwise_reason", "elemwise_lowering", "storage_type"]
@@ -46,7 +48,7 @@ def elemwise_reason(node):
         want = c_input_dtypes(scalar_op, *in_dtypes)
         if want is None:
             return f"{scalar_op} has no C"
-        if c_support(scalar_op):
+        if not scalar_cuda.has_device_helpers(scalar_op):
             return f"{scalar_op} needs C helper functions not ported to CUDA"
         if c_error_messages(scalar_op, [str(d) for d in want]):
             return f"{scalar_op} raises errors, which device code does not report yet"
@@ -77,6 +79,7 @@ def elemwise_lowering(op, node):
         want = [str(d) for d in c_input_dtypes(scalar_op, *in_dtypes)]
         body = c_body(scalar_op, [f"x{i}" for i in range(n_in)], want,
                       [f"r{k}" for k in range(n_out)], out_dtypes)
+        support = tuple(c_support(scalar_op))
     params = [f"const {storage_type(d)} *__restrict__ a{i}" for i, d in enumerate(in_dtypes)]
     params += [f"{storage_type(d)} *__restrict__ o{k}" for k, d in enumerate(out_dtypes)]
     loads = "\n".join(
@@ -142,4 +145,4 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return 0;
 }}
 """
-    return CKernel(source=source, version=1)
+    return CKernel(source=source, support=support, version=1)

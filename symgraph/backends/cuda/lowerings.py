@@ -7,8 +7,9 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import (advanced_subtensor, alloc, blas, elemwise, gemm, join, mrg, nnet,
-                          nnet_loss, reduce, shape, subtensor, transfer)
+from symgraph.ops import (advanced_subtensor, alloc, blas, conv_algorithms, elemwise, gemm, join,
+                          mrg, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce, shape,
+                          subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -29,6 +30,7 @@ _TABLE = [
     # listed here: that data is device memory.
     (elemwise.DimShuffle, _CPU + "shape.codegen:dimshuffle_kernel"),
     (shape.SpecifyShape, _CPU + "shape.codegen:specify_shape_kernel"),
+    (shape.Reshape, _G + "shape:reshape_lowering"),
     (shape.Unbroadcast, _CPU + "shape.codegen:unbroadcast_kernel"),
     (subtensor.Subtensor, _CPU + "index.basic:subtensor_kernel"),
     (subtensor.IncSubtensor, _G + "index:inc_subtensor_lowering"),
@@ -52,6 +54,16 @@ _TABLE = [
     (nnet.SoftmaxGrad, _G + "nnet:softmax_grad_lowering"),
     (nnet_loss.SoftmaxCrossEntropy1Hot, _G + "nnet:xent_lowering"),
     (nnet_loss.SoftmaxCrossEntropy1HotGrad, _G + "nnet:xent_grad_lowering"),
+    (conv_algorithms.DnnConv, _G + "conv:conv_lowering"),
+    (conv_algorithms.DnnConvGradI, _G + "conv:conv_lowering"),
+    (conv_algorithms.DnnConvGradW, _G + "conv:conv_lowering"),
+    (pool.Pool, _G + "pool:pool_lowering"),
+    (pool_argmax.MaxPoolWithArgmax, _G + "pool:pool_lowering"),
+    (pool_argmax.MaxPoolGradFromArgmax, _G + "pool:pool_lowering"),
+    (pool_argmax.MaxPoolArgmaxGather, _G + "pool:pool_lowering"),
+    (pool_grad.MaxPoolGrad, _G + "pool:pool_lowering"),
+    (pool_grad.AveragePoolGrad, _G + "pool:pool_lowering"),
+    (pool_grad.DownsampleFactorMaxGradGrad, _G + "pool:pool_lowering"),
     (transfer.GpuFromHost, _G + "transfer:gpu_from_host_lowering"),
     (transfer.HostFromGpu, _G + "transfer:host_from_gpu_lowering"),
 ]
@@ -91,6 +103,18 @@ def device_reason(node):
         from symgraph.backends.cuda.join import join_reason
 
         return join_reason(node)
+    if isinstance(node.op, conv_algorithms._DnnConvBase):
+        from symgraph.backends.cuda.conv import conv_reason
+
+        return conv_reason(node)
+    if isinstance(node.op, shape.Reshape):
+        from symgraph.backends.cuda.shape import reshape_reason
+
+        return reshape_reason(node)
+    if isinstance(node.op, pool.PoolBase):
+        from symgraph.backends.cuda.pool import pool_reason
+
+        return pool_reason(node)
     if isinstance(node.op, (reduce.CAReduce, reduce._ArgReduce, ReduceOfElemwise)):
         from symgraph.backends.cuda.reduce import reduce_reason
 
@@ -103,9 +127,12 @@ def host_inputs(node):
     index values and sizes."""
     if isinstance(node.op, alloc.Eye):
         return range(len(node.inputs))
-    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, alloc.Alloc, join.Split,
+    if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, shape.Reshape, alloc.Alloc,
+                            join.Split,
                             advanced_subtensor.AdvancedSubtensor, mrg.MRGUniform)):
         return range(1, len(node.inputs))
+    if isinstance(node.op, (conv_algorithms.DnnConvGradI, conv_algorithms.DnnConvGradW)):
+        return (2,)
     if isinstance(node.op, (advanced_subtensor.AdvancedIncSubtensor, subtensor.IncSubtensor)):
         return range(2, len(node.inputs))
     return ()

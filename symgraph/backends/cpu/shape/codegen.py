@@ -239,9 +239,11 @@ def _reshape_view(ndim, size):
         return SG_NO_VIEW;"""
 
 
-def reshape_kernel(op, node):
+def reshape_kernel(op, node, copy=None, support=()):
     """Reshape: a view of the input when NumPy gives one, else a copy into the
-    new shape (a VIEW_OR_COPY kernel, see the module docstring)."""
+    new shape (a VIEW_OR_COPY kernel, see the module docstring).  ``copy``
+    (C, given ``size``, the item size) replaces the host copy: a device
+    backend copies its own memory; ``support`` adds its helpers."""
     if not all_have_c_types(node):
         return None
     ndim, shp_dtype = op.ndim, str(node.inputs[1].dtype)
@@ -283,6 +285,7 @@ def reshape_kernel(op, node):
         return 1;
     }}"""
     size = itemsize(node.inputs[0].dtype)
-    run = f"    sg_sh_copy_flat(&out[0], &in[0], {size});"
+    run = (copy or "    sg_sh_copy_flat(&out[0], &in[0], {size});").format(size=size)
     return kernel(run, shape=shape, kind=VIEW_OR_COPY, view=_reshape_view(ndim, size),
-                  view_of=(0,), support=SUPPORT + ((_NOCOPY_RESHAPE_KEY, _NOCOPY_RESHAPE),))
+                  view_of=(0,),
+                  support=SUPPORT + ((_NOCOPY_RESHAPE_KEY, _NOCOPY_RESHAPE),) + tuple(support))

@@ -1,0 +1,181 @@
+"""CUDA of the pooling family: ``Pool`` (every mode), ``MaxPoolWithArgmax``,
+and the gradients ``MaxPoolGrad``, ``MaxPoolGradFromArgmax``,
+``AveragePoolGrad``, ``DownsampleFactorMaxGradGrad`` and
+``MaxPoolArgmaxGather`` (``c_src/cuda/pool.inc``).
+
+The host part (the pooled shape, the checks of the pooled operands and their
+messages) is the CPU kernels' (``c_src/cpu/pool/geometry.inc``); the window
+parameters are the op's, static.  Pooling with a symbolic window
+(``PoolDynamic``) stays on the host: its window is a run-time value.
+"""
+
+from symgraph.backends.c_family.c_files import c_file
+from symgraph.backends.c_family.c_text import c_string
+from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen
+from symgraph.backends.cuda.elemwise import storage_type
+from symgraph.backends.native.kernel import CKernel
+
+__all__ = ["pool_reason", "pool_lowering"]
+
+VERSION = 1
+BLOCK = 256
+MAX_BLOCKS = 4096
+#: The most batch (leading) dimensions a device pooling takes (sg_cu_pool_args).
+MAX_LEAD = 8
+_MODES = {"max": 0, "sum": 1, "average_inc_pad": 2, "average_exc_pad": 3}
+
+_KERNELS = (f"sg_cuda_pool_v{VERSION}", c_file("cuda/pool.inc"))
+
+# (kernel, output with x's shape?) per op class name; the inputs' roles are in _run.
+_KINDS = {"Pool": "forward", "MaxPoolWithArgmax": "forward", "MaxPoolGrad": "grad",
+          "MaxPoolGradFromArgmax": "grad", "AveragePoolGrad": "grad",
+          "DownsampleFactorMaxGradGrad": "gather", "MaxPoolArgmaxGather": "gather"}
+
+
+def pool_reason(node):
+    """None when the pooling ``node`` runs on the device, else why not."""
+    x = node.inputs[0]
+    if type(node.op).__name__ not in _KINDS:
+        return f"{type(node.op).__name__} has a symbolic window, read on the host"
+    if not has_c_type(str(x.dtype)) or str(x.dtype).startswith("complex"):
+        return f"dtype {x.dtype} has no device pooling"
+    if x.ndim - node.op.ndim > MAX_LEAD:
+        return f"more than {MAX_LEAD} batch dimensions before the pooled ones"
+    return None
+
+
+def _acc(dtype):
+    return "float" if dtype in ("float16", "float32") else c_type(dtype)
+
+
+def _view(index, name, item="T"):
+    """C: the strides of input ``index`` (of C type ``item``) into the
+    sg_cu_pool_view ``name``."""
+    return f"""    sg_cu_pool_view {name};
+    SG_FN(view)(&in[{index}], (int64_t)sizeof({item}), &{name});
+"""
+
+
+def pool_lowering(op, node):
+    """The CKernel (CUDA source) of a pooling node, or None."""
+    if pool_reason(node) is not None:
+        return None
+    cls = type(op).__name__
+    kind = _KINDS[cls]
+    dtype = str(node.inputs[0].dtype)
+    gen = _Gen(op, dtype)
+    nd = op.ndim
+    what = c_string(f"the device {op}", quote=True, limit=120)
+    argmax_t = "uint8_t"
+    if cls in ("MaxPoolWithArgmax",):
+        argmax_t = c_type(str(node.outputs[1].dtype))
+    elif cls in ("MaxPoolGradFromArgmax", "MaxPoolArgmaxGather"):
+        argmax_t = c_type(str(node.inputs[2].dtype))
+    mode = _MODES.get(getattr(op, "mode", "max"), 0)
+    checks, launch, size = "", "", "a.out"
+    if kind == "forward":
+        shape = "    SG_FN(pooled)(&in[0], out_shapes);\n"
+        if cls == "MaxPoolWithArgmax":
+            shape += "    SG_FN(pooled)(&in[0], out_shapes + SG_MAXDIMS);\n"
+        arg = f"({argmax_t} *)out[1].data" if cls == "MaxPoolWithArgmax" else \
+            f"({argmax_t} *)NULL"
+        views = _view(0, "xv")
+        kernel = "sg_cu_pool_fwd<T, ACC, A>"
+        launch = f"a, xv, (const T *)in[0].data, (T *)out[0].data, {arg}"
+    elif kind == "grad":
+        shape = "    for (int d = 0; d < in[0].ndim; d++) out_shapes[d] = in[0].shape[d];\n"
+        # (pooled operand, output gradient) inputs and the grad kernel's kind
+        pooled, grad, code, label = {"MaxPoolGrad": (1, 2, 0, "pooled maximum"),
+                                     "MaxPoolGradFromArgmax": (2, 1, 1, "argmax"),
+                                     "AveragePoolGrad": (1, 1, 2, None)}[cls]
+        if label is not None:
+            checks += f'    if (SG_FN(check)(&in[0], &in[{pooled}], "{label}", err)) return 1;\n'
+        checks += f'    if (SG_FN(check)(&in[0], &in[{grad}], "output gradient", err)) return 1;\n'
+        views = _view(0, "xv") + _view(pooled, "pv", "A" if code == 1 else "T") + \
+            _view(grad, "gv")
+        kernel = "sg_cu_pool_grad<T, ACC, A>"
+        launch = (f"a, {code}, xv, (const T *)in[0].data, pv, (const void *)in[{pooled}].data, "
+                  f"gv, (const T *)in[{grad}].data, (T *)out[0].data")
+        size = "a.in"
+    else:
+        # DownsampleFactorMaxGradGrad(x, maxout, ggx), MaxPoolArgmaxGather(x, ggx, argmax)
+        pooled, ggx, label = (1, 2, "pooled maximum") if cls == "DownsampleFactorMaxGradGrad" \
+            else (2, 1, "argmax")
+        shape = f"    for (int d = 0; d < in[{pooled}].ndim; d++) " \
+            f"out_shapes[d] = in[{pooled}].shape[d];\n"
+        checks = f'    if (SG_FN(check)(&in[0], &in[{pooled}], "{label}", err)) return 1;\n'
+        checks += f"""    if (in[{ggx}].ndim != in[0].ndim ||
+        memcmp(in[{ggx}].shape, in[0].shape, sizeof(int64_t) * (size_t)in[0].ndim)) {{
+        char a1[200], b1[200];
+        sg_pool_shape_text(a1, sizeof a1, in[{ggx}].shape, in[{ggx}].ndim);
+        sg_pool_shape_text(b1, sizeof b1, in[0].shape, in[0].ndim);
+        SG_FAIL(err, SG_ERR_VALUE, "{gen.name}: the input-shaped gradient has shape %s but "
+                "the input has shape %s", a1, b1);
+    }}
+"""
+        views = _view(0, "xv") + _view(pooled, "pv", "A" if pooled == 2 else "T") + \
+            _view(ggx, "gv")
+        kernel = "sg_cu_pool_gather<T, ACC, A>"
+        launch = (f"a, {int(pooled == 2)}, xv, (const T *)in[0].data, pv, "
+                  f"(const void *)in[{pooled}].data, gv, (const T *)in[{ggx}].data, "
+                  f"(T *)out[0].data")
+    source = (f"#define T {storage_type(dtype)}\n#define ACC {_acc(dtype)}\n"
+              f"#define A {argmax_t}\n/* {gen.name} */\n"
+              + _GEOMETRY.substitute(gen.subs()) + f"""
+/* The strides of a (batch..., pooled...) operand, in elements; a pooled
+ * dimension of a 2-D pooling's leading slot, or of size 1, has stride 0. */
+static void SG_FN(view)(const sg_array *v, int64_t item, sg_cu_pool_view *out) {{
+    const int nl = v->ndim - {nd};
+    for (int d = 0; d < SG_CU_POOL_LEAD; d++) out->lead[d] = 0;
+    for (int d = 0; d < nl; d++)
+        out->lead[d] = v->shape[d] == 1 ? 0 : v->strides[d] / item;
+    out->sp[0] = 0;
+    for (int i = 0; i < {nd}; i++) {{
+        const int d = nl + i;
+        out->sp[3 - {nd} + i] = v->shape[d] == 1 ? 0 : v->strides[d] / item;
+    }}
+}}
+
+int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    (void)err;
+{shape}    return 0;
+}}
+
+int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+{checks}    sg_cu_pool_args a;
+    const sg_array *x = &in[0];
+    const int nl = x->ndim - {nd};
+    int64_t pooled[SG_MAXDIMS];
+    SG_FN(pooled)(x, pooled);
+    a.nlead = nl;
+    a.batch = SG_FN(batch)(x);
+    for (int d = 0; d < nl; d++) a.lead[d] = x->shape[d];
+    for (int d = 0; d < 3; d++) {{
+        a.in[d] = a.out[d] = a.ws[d] = a.stride[d] = 1;
+        a.pad[d] = 0;
+    }}
+    for (int i = 0; i < {nd}; i++) {{
+        const int d = 3 - {nd} + i;
+        a.in[d] = x->shape[nl + i];
+        a.out[d] = pooled[nl + i];
+        a.ws[d] = SG_FN(ws)[i];
+        a.stride[d] = SG_FN(st)[i];
+        a.pad[d] = SG_FN(pd)[i];
+    }}
+    a.mode = {mode};
+    const int64_t total = a.batch * {size}[0] * {size}[1] * {size}[2];
+    if (total == 0) return 0;
+{views}    int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
+    if (blocks > {MAX_BLOCKS}) blocks = {MAX_BLOCKS};
+    auto kernel = {kernel};
+    SG_LAUNCH(kernel, (unsigned)blocks, {BLOCK}, 0, {launch});
+    SG_CUDA_CHECK(err, {what});
+    return 0;
+}}
+#undef T
+#undef ACC
+#undef A
+""")
+    return CKernel(source=source, support=(_KERNELS,),
+                   headers=('"sg_pool.h"', "<string.h>", "<stdio.h>"), version=VERSION)
