@@ -63,10 +63,11 @@ def _stub(record):
 
 
 def _addresses(records, backends):
-    """{node index: (stub kernel, addresses)} and the libraries, or None when a
-    library is missing, damaged or does not hold the kernel it should."""
+    """{node index: (stub kernel, addresses, backend)} and the libraries, or None
+    when the kernel index records another library for a kernel, or a library
+    is missing, damaged or does not hold the kernel it should."""
     from symgraph.backends.native.cache import get_cache
-    from symgraph.backends.native.linker import LOADED, kernel_addresses
+    from symgraph.backends.native.linker import LOADED, _index_ref, kernel_addresses
 
     by_name = {b.name: b for b in backends}
     cache = get_cache()
@@ -75,7 +76,10 @@ def _addresses(records, backends):
         if record is None:
             continue
         backend = by_name.get(record["backend"])
-        if backend is None:
+        # The kernel index says which library holds a kernel: an entry that
+        # disagrees with it (the index rebuilt or repaired since) is stale.
+        if backend is None or _index_ref(cache, record["key"]) != (record["lib"],
+                                                                   record["prefix"]):
             return None
         lib = libs.get(record["lib"])
         if lib is None:

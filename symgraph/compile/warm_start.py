@@ -47,7 +47,6 @@ from symgraph.graph.fg import Feature
 __all__ = ["WarmStart", "stats", "MAGIC"]
 
 MAGIC = b"symgraph-warm-start " + WARM_FORMAT.encode() + b"\n"
-_FOLDER = "functions"
 _log = logging.getLogger("symgraph.compile.warm_start")
 
 #: Counts of this process: entries restored, stored, looked up and missed,
@@ -60,7 +59,9 @@ class _Damaged(Exception):
 
 
 def _folder(cache):
-    return cache.private_folder(_FOLDER)
+    from symgraph.backends.native.cache_files import FUNCTIONS
+
+    return cache.private_folder(FUNCTIONS)
 
 
 def _entry_path(cache, key):

@@ -261,3 +261,22 @@ def test_flag_off_neither_stores_nor_restores():
         _compile(x, out, w)
         _compile(x, out, w)
     assert _delta(before) == {k: 0 for k in before}
+
+
+def test_cache_command_counts_prunes_and_clears_warm_entries(tmp_path):
+    from symgraph.backends.native.cache import ModuleCache
+
+    cache = ModuleCache(tmp_path / "cache")
+    folder = cache.private_folder("functions")
+    for k, age in enumerate((300, 200, 100)):       # seconds since the last use
+        path = folder / f"{k:064x}.pkl"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (path.stat().st_mtime - age,) * 2)
+    (folder / ".tmp-write-in-progress").write_bytes(b"x")
+    info = cache.stats()
+    assert info["functions"] == 3 and info["functions_bytes"] == 3000
+    removed = cache.prune(max_bytes=1500)         # least recently used first
+    assert sorted(e.key[-1] for e in removed) == ["0", "1"]
+    assert cache.stats()["functions"] == 1
+    cache.clear()
+    assert cache.stats()["functions"] == 0

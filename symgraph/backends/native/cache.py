@@ -8,6 +8,8 @@ Layout under the root (the ``compiledir`` flag, created 0700)::
     locks/<key>.lock            one lock file per key (fcntl.flock)
     tmp/                        builds in progress, and entries being deleted
     index/<name>.json           small JSON records (the kernel index)
+    functions/<key>.pkl         warm-start entries: a function's optimized graph and
+                                schedule (``compile/warm_start.py``)
     generated/, tuning/         files other modules keep here (:meth:`ModuleCache.private_folder`)
 
 Keys are content addresses: :func:`make_key` hashes named parts (the source,
@@ -34,6 +36,9 @@ Rules, and why:
   lock it can take at once, so it never removes a library being loaded.
 - After a build, least recently used entries are pruned down to
   ``compile_cache_size_mb``, never the entry just built nor one in use.
+  Warm-start entries count towards the cap and are pruned with the libraries,
+  least recently used first; one removed is a miss (its function compiles as
+  usual), one whose libraries were removed is repaired when next used.
 """
 
 import contextlib
@@ -57,8 +62,8 @@ except ImportError:  # not POSIX: fall back to a lock within this process only
 
 from symgraph.backends.cpu import compiler
 from symgraph.backends.native.cache_files import (  # noqa: F401  (re-exported)
-    META_NAME, CacheEntry, entry_info, scandirs, sha256_file, write_private,
-    write_private_atomic)
+    FUNCTIONS, META_NAME, CacheEntry, entry_info, function_entries, scandirs, sha256_file,
+    write_private, write_private_atomic)
 from symgraph.backends.native.cache_keys import (  # noqa: F401  (re-exported)
     CACHE_FORMAT, summarize_parts, environment_parts, make_key)
 
@@ -370,13 +375,22 @@ class ModuleCache:
             max_bytes = config.compile_cache_size_mb * 2**20
         keep = {keep} if isinstance(keep, str) else set(keep)
         self.clean_tmp()
-        entries = self.list_entries()
+        functions = function_entries(self._root_str)
+        entries = sorted(self.list_entries() + functions, key=lambda e: (e.last_used, e.key))
+        functions = {id(e) for e in functions}
         total = sum(e.size for e in entries)
         removed = []
         for entry in entries:
             if total <= max_bytes:
                 break
             if entry.key in keep or not _KEY_RE.fullmatch(entry.key):
+                continue
+            if id(entry) in functions:
+                # a single file that readers check whole: no lock to take
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(entry)
+                total -= entry.size
                 continue
             gone = self._remove_unless_busy(entry)
             if gone is None:
@@ -444,6 +458,9 @@ class ModuleCache:
             if _SHARD_RE.fullmatch(shard.name):
                 with contextlib.suppress(OSError):
                     os.rmdir(shard.path)  # only if empty: a racing build may add to it
+        for entry in function_entries(self._root_str):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
         for sub in ("index", "locks"):
             for item in list(os.scandir(self.root / sub)):
                 with contextlib.suppress(OSError):
@@ -460,6 +477,7 @@ class ModuleCache:
 
         self.ensure_root()
         entries = self.list_entries()
+        functions = function_entries(self._root_str)
         return {
             "root": str(self.root),
             "entries": len(entries),
@@ -470,6 +488,8 @@ class ModuleCache:
             "incomplete": sum(not e.complete for e in entries),
             "index_records": sum(1 for _ in os.scandir(self.root / "index")),
             "tmp_folders": sum(1 for _ in os.scandir(self.root / "tmp")),
+            "functions": len(functions),
+            "functions_bytes": sum(e.size for e in functions),
         }
 
     # -- folders other modules keep in the cache

@@ -40,6 +40,8 @@ def _stats(cache, args):
     print(f"oldest use:    {_when(info['oldest'])}")
     print(f"newest use:    {_when(info['newest'])}")
     print(f"index records: {info['index_records']}")
+    print(f"functions:     {info['functions']} warm-start entries "
+          f"({_size(info['functions_bytes'])})")
     print(f"build folders: {info['tmp_folders']}")
     return 0
 
@@ -75,7 +77,8 @@ def main(argv):
     p_prune.add_argument("--max-mb", type=float, default=None,
                          help="the size to prune down to, in MiB (default: the "
                               "compile_cache_size_mb flag)")
-    actions.add_parser("clear", help="remove every entry and index record")
+    actions.add_parser("clear", help="remove every entry, index record and warm-start "
+                       "entry")
     args = parser.parse_args(argv)
 
     from symgraph.backends.native.cache import CacheError, ModuleCache

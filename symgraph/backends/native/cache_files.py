@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["CacheEntry", "sha256_file", "write_private", "write_private_atomic",
-           "scandirs", "entry_info", "META_NAME"]
+           "scandirs", "entry_info", "META_NAME", "FUNCTIONS", "function_entries"]
 
 META_NAME = "meta.json"
+#: The folder of warm-start entries (``compile/warm_start.py``): one file each.
+FUNCTIONS = "functions"
 
 
 def sha256_file(path):
@@ -88,3 +90,21 @@ def entry_info(folder, details):
         except (OSError, ValueError):
             complete = False
     return CacheEntry(folder.name, folder, size, created, last_used, complete, meta)
+
+
+def function_entries(root):
+    """The warm-start entries under ``root`` as :class:`CacheEntry` (complete:
+    a file is written whole, then renamed into place); none if there are none."""
+    entries = []
+    try:
+        items = list(os.scandir(os.path.join(root, FUNCTIONS)))
+    except (FileNotFoundError, NotADirectoryError):
+        return entries
+    for item in items:
+        if not item.name.endswith(".pkl") or not item.is_file(follow_symlinks=False):
+            continue            # a temporary file of a write in progress, or a stranger
+        with contextlib.suppress(OSError):
+            st = item.stat(follow_symlinks=False)
+            entries.append(CacheEntry(item.name[:-4], Path(item.path), st.st_size,
+                                      st.st_mtime, st.st_mtime, True))
+    return entries
