@@ -1,0 +1,259 @@
+"""The optimizer's leftovers of issue 13: each rewrite fires, and keeps values
+(compared with the unoptimized graph), extreme inputs included."""
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.tensor as T
+from symgraph.ops import scalar_basic as sb
+from symgraph.ops import scalar_math as sm
+from symgraph.ops.alloc import Alloc
+from symgraph.ops.blas import Dot
+from symgraph.ops.elemwise import DimShuffle
+from symgraph.ops.gemm import Gemm
+from symgraph.ops.nnet_loss import SoftmaxCrossEntropy1Hot
+from symgraph.ops.reduce import Max, Sum
+from tests.opt.opt_helpers import check_rewrite, count_op
+
+EXTREME = np.array([[0.0, -0.0, 1e308, -1e308], [np.inf, -np.inf, np.nan, 1e-310],
+                    [2.5, -3.0, 7.0, 1e-5]])
+
+
+def _mat(seed=0, shape=(3, 4)):
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+def _nodes(fgraph):
+    return len(fgraph.apply_nodes)
+
+
+# -- neutral operands, equal branches -------------------------------------------------
+
+@pytest.mark.parametrize("build", [lambda x: x - 0, lambda x: x / 1, lambda x: x ** 1,
+                                   lambda x: T.switch(T.gt(x, 0), x, x)])
+def test_neutral_operands_removed(build):
+    x = T.dmatrix("x")
+    fgraph = check_rewrite([x], build(x), [EXTREME])
+    assert _nodes(fgraph) == 0, fgraph.toposort()
+
+
+def test_switch_same_branches_broadcast_by_condition():
+    c, v = T.bmatrix("c"), T.dvector("v")
+    out = T.switch(c, v.dimshuffle("x", 0), v.dimshuffle("x", 0))
+    check_rewrite([c, v], out, [np.ones((2, 3), "int8"), np.array([1.0, np.nan, -np.inf])],
+                  absent=[sb.Switch])
+
+
+def test_integer_floor_division_by_one_only_for_integers():
+    i, x = T.lvector("i"), T.dvector("x")
+    check_rewrite([i], i // 1, [np.array([-3, 0, 5])], absent=[sb.IntDiv])
+    check_rewrite([x], x // 1, [np.array([-2.5, 0.5, np.inf])], present=[sb.IntDiv])
+
+
+# -- shape arithmetic ------------------------------------------------------------------
+
+def test_integer_arithmetic_and_sizes():
+    i = T.lscalar("i")
+    fgraph = check_rewrite([i], i - 1 + 1, [np.int64(2 ** 62)])
+    assert _nodes(fgraph) == 0
+    x = T.dmatrix("x")
+    fgraph = check_rewrite([x], T.maximum(x.shape[0], 0), [_mat()], absent=[sb.Maximum])
+    fgraph = check_rewrite([x], T.maximum(x.shape[0] * x.shape[1] + 2, 0), [_mat()],
+                           absent=[sb.Maximum])
+    # A value that can be negative keeps its maximum.
+    check_rewrite([i], T.maximum(i, 0), [np.int64(-4)], present=[sb.Maximum])
+
+
+@pytest.mark.parametrize("start,stop,step", [(0, 7, 1), (0, 7, 2), (2, 9, 3), (5, -4, -2),
+                                             (3, 3, 1), (9, 2, 1), (-8, 0, 5)])
+def test_arange_length_in_integers(start, stop, step):
+    a, b, c = T.lscalars("a", "b", "c")
+    length = T.arange(a, b, c).shape[0]
+    fgraph = check_rewrite([a, b, c], length, [start, stop, step], absent=[sm.Ceil])
+    assert len(np.arange(start, stop, step)) == symgraph.function(
+        [a, b, c], length)(start, stop, step)
+    # Far above 2**53 a float ceil would round; integer arithmetic does not.
+    big = 2 ** 60 + 1
+    assert symgraph.function([a, b, c], length)(0, big, 1) == big
+    del fgraph
+
+
+def test_tutorial_mean_divides_by_the_number_of_rows():
+    x, y = T.dmatrix("x"), T.lvector("y")
+    p = T.nnet.softmax(x)
+    cost = -T.log(p[T.arange(y.shape[0]), y]).mean()
+    fgraph = check_rewrite([x, y], cost, [_mat(), np.array([0, 3, 1])],
+                           present=[SoftmaxCrossEntropy1Hot], absent=[sm.Ceil, sb.Maximum])
+    assert _nodes(fgraph) <= 4
+    # With logits of 1e4 the written form is inf; the fused one is finite.
+    f = symgraph.function([x, y], [cost] + symgraph.grad(cost, [x]))
+    assert all(np.all(np.isfinite(v)) for v in f(_mat() * 1e4, np.array([0, 3, 1])))
+
+
+# -- like terms --------------------------------------------------------------------------
+
+def test_like_terms_collected_values():
+    x, g = T.dmatrices("x", "g")
+    out = x - 0.1 * (g + 0.01 * x)
+    fgraph = check_rewrite([x, g], out, [_mat(1), _mat(2)], rtol=1e-13)
+    assert count_op(fgraph, sb.Mul) == 2 and count_op(fgraph, sb.Sub) == 1
+    check_rewrite([x], x + x + x, [EXTREME], absent=[sb.Add])
+
+
+def test_like_terms_keep_non_finite_results_non_finite():
+    x, g = T.dmatrices("x", "g")
+    out = x - 0.1 * (g + 0.01 * x)
+    f = symgraph.function([x, g], out)
+    got = f(EXTREME, np.zeros_like(EXTREME))
+    ref = symgraph.function([x, g], out, mode=symgraph.Mode(optimizer=None))(
+        EXTREME, np.zeros_like(EXTREME))
+    assert np.array_equal(np.isfinite(got), np.isfinite(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-13)
+
+
+def test_sgd_with_l2_penalty_is_one_inplace_gemm():
+    rng = np.random.default_rng(0)
+    x, d = T.dmatrices("x", "d")
+    lr = symgraph.shared(0.1, name="lr")
+    W = symgraph.shared(rng.normal(size=(3, 4)), name="W")
+    g = T.dot(x.T, d)
+    upd = W - lr * (g + 0.01 * W)
+    f = symgraph.function([x, d], [], updates=[(W, upd)])
+    nodes = f.maker.fgraph.toposort()
+    gemms = [n for n in nodes if isinstance(n.op, Gemm)]
+    assert len(gemms) == 1 and gemms[0].op.destroy_map, nodes
+    assert not any(isinstance(n.op, Dot) for n in nodes)
+    xv, dv = rng.normal(size=(5, 3)), rng.normal(size=(5, 4))
+    w0 = W.get_value()
+    f(xv, dv)
+    np.testing.assert_allclose(W.get_value(), w0 - 0.1 * (xv.T @ dv + 0.01 * w0), rtol=1e-12)
+
+
+def test_integer_constants_gathered_with_wraparound():
+    i = T.bvector("i")
+    check_rewrite([i], i + np.int8(100) - np.int8(-100), [np.array([1, -128, 127], "int8")])
+
+
+# -- cancelled factors -------------------------------------------------------------------
+
+def test_constant_divisor_cancelled():
+    g = T.dmatrix("g")
+    check_rewrite([g], g / 4.0 * 4.0, [EXTREME], absent=[sb.TrueDiv, sb.Mul])
+
+
+def test_symbolic_divisor_cancelled_only_when_unsafe():
+    g, s = T.dmatrix("g"), T.dscalar("s")
+    out = g / s * s
+    check_rewrite([g, s], out, [_mat(), 0.0], present=[sb.TrueDiv])
+    fgraph = check_rewrite([g, s], out, [_mat(), 3.0],
+                           mode=symgraph.Mode(optimizer="fast_run").including("unsafe"),
+                           absent=[sb.TrueDiv], rtol=1e-15)
+    assert _nodes(fgraph) == 0
+
+
+# -- stabilize ------------------------------------------------------------------------------
+
+def test_log1p_exp_is_softplus():
+    x = T.dvector("x")
+    f = symgraph.function([x], T.log1p(T.exp(x)))
+    assert count_op(f.maker.fgraph, sm.Softplus) == 1
+    np.testing.assert_allclose(f(np.array([-50.0, 0.0, 3.0, 800.0])),
+                               [np.log1p(np.exp(-50.0)), np.log(2.0), np.log1p(np.exp(3.0)),
+                                800.0])
+
+
+def test_sqrt_of_sqr_and_sqr_of_sqrt():
+    x = T.dvector("x")
+    vals = np.array([-3.0, 0.0, 2.0, np.inf, -np.inf, np.nan, 1e200, -1e-200])
+    f = symgraph.function([x], T.sqrt(T.sqr(x)))
+    assert count_op(f.maker.fgraph, sm.Sqrt) == 0
+    np.testing.assert_array_equal(f(vals), np.abs(vals))  # 1e200**2 would overflow
+    f = symgraph.function([x], T.sqr(T.sqrt(x)))
+    assert count_op(f.maker.fgraph, sm.Sqrt) == 0
+    with np.errstate(invalid="ignore"):
+        expected = np.where(vals >= 0, vals, np.nan)
+    np.testing.assert_array_equal(f(vals), expected)
+
+
+def test_demo_log_softmax_from_primitives_is_the_fused_nll():
+    x, y = T.dmatrix("x"), T.lvector("y")
+    shifted = x - x.max(axis=1, keepdims=True)
+    log_probs = shifted - T.log(T.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -log_probs[T.arange(y.shape[0]), y].mean()
+    xv = _mat(3) * 1e4
+    fgraph = check_rewrite([x, y], loss, [xv, np.array([1, 0, 3])],
+                           present=[SoftmaxCrossEntropy1Hot], absent=[Max, sm.Log])
+    assert _nodes(fgraph) <= 4
+    f = symgraph.function([x, y], [loss] + symgraph.grad(loss, [x]))
+    assert all(np.all(np.isfinite(v)) for v in f(xv, np.array([1, 0, 3])))
+
+
+def test_softmax_of_shifted_logits():
+    x = T.dmatrix("x")
+    out = T.nnet.softmax(x - x.max(axis=1, keepdims=True))
+    check_rewrite([x], out, [_mat() * 1e3], absent=[Max])
+    # Another axis's maximum is not the softmax's shift: kept.
+    out = T.nnet.softmax(x - x.max(axis=0, keepdims=True))
+    check_rewrite([x], out, [_mat()], present=[Max])
+
+
+# -- fills -----------------------------------------------------------------------------------
+
+def test_gradient_fill_chains_removed():
+    x = T.dmatrix("x")
+    fgraph = check_rewrite([x], symgraph.grad(T.sum(x ** 2), x), [EXTREME],
+                           absent=[sb.Second])
+    assert _nodes(fgraph) == 1
+    fgraph = check_rewrite([x], symgraph.grad(T.mean(T.tanh(x)), x), [EXTREME],
+                           absent=[sb.Second])
+
+
+def test_fill_read_only_for_its_shape_becomes_alloc():
+    x, v = T.dmatrix("x"), T.dvector("v")
+    fgraph = check_rewrite([x], T.ones_like(x), [EXTREME], present=[Alloc],
+                           absent=[sb.Second])
+    assert all(n.inputs[0] is not fgraph.inputs[0] or not isinstance(n.op, Alloc)
+               for n in fgraph.apply_nodes)
+    # The gradient of sum(dot(x, v)) wrt v no longer computes dot(x, v).
+    fgraph = check_rewrite([x, v], symgraph.grad(T.dot(x, v).sum(), v),
+                           [_mat(), np.ones(4)], absent=[sb.Second])
+    assert count_op(fgraph, Dot) == 1
+    check_rewrite([x, v], T.zeros_like(x) + v, [_mat(), np.array([1.0, np.nan, 2, 3])],
+                  absent=[sb.Second])
+
+
+# -- sums --------------------------------------------------------------------------------------
+
+def test_sum_of_sum():
+    x = T.dtensor3("x")
+    fgraph = check_rewrite([x], T.sum(T.sum(x, axis=1), axis=1),
+                           [np.arange(24.0).reshape(2, 3, 4)])
+    (node,) = fgraph.apply_nodes
+    assert node.op.axis == (1, 2)
+
+
+def test_sum_of_alloc_has_no_loop_over_the_array():
+    s, n = T.dscalar("s"), T.lscalar("n")
+    for value in (2.5, np.inf, np.nan):
+        for size in (0, 3):
+            check_rewrite([s, n], T.sum(T.alloc(s, n, 3)), [value, size], absent=[Alloc, Sum])
+    out = T.sum(T.alloc(s, n, 3), axis=1)
+    check_rewrite([s, n], out, [1.5, 4], absent=[Sum])
+
+
+def test_constants_moved_out_of_repeated_sums():
+    x = T.dmatrix("x")
+    fgraph = check_rewrite([x], [T.sum(2 * x), T.sum(x) * 3], [_mat()])
+    assert count_op(fgraph, Sum) == 1
+
+
+# -- transposes around dot ---------------------------------------------------------------------
+
+def test_transposes_around_dot():
+    a, b = T.dmatrices("a", "b")
+    fgraph = check_rewrite([a, b], T.dot(a.T, b.T).T, [_mat(0, (3, 2)), _mat(1, (4, 3))])
+    assert count_op(fgraph, DimShuffle) == 0
+    fgraph = check_rewrite([a, b], T.dot(a.T, b).T, [_mat(0, (3, 2)), _mat(1, (3, 4))])
+    assert count_op(fgraph, DimShuffle) == 1
