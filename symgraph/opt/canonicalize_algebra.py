@@ -134,7 +134,8 @@ class _Coef:
         self.value, self.factors = value, tuple(factors)
 
     def times(self, value, factors=()):
-        return _Coef(self.value * value, self.factors + tuple(factors))
+        with np.errstate(all="ignore"):  # integers wrap around, as in the graph
+            return _Coef(self.value * value, self.factors + tuple(factors))
 
 
 def _scalar_of(var):
@@ -209,7 +210,8 @@ def _coef_expr(coefs, dtype):
     """The sum of ``coefs`` as (number or None, 0-d variable or None)."""
     from symgraph.ops import math as M
 
-    number = sum(c.value for c in coefs if not c.factors)
+    with np.errstate(all="ignore"):  # integer coefficients wrap around, as the graph would
+        number = sum(c.value for c in coefs if not c.factors)
     symbolic = [c for c in coefs if c.factors]
     if not symbolic:
         return number, None
