@@ -20,7 +20,7 @@ from dataclasses import dataclass
 # which module someone happened to import first.
 from symgraph.opt import merge, constant_folding  # noqa: F401
 from symgraph.opt import canonicalize, canonicalize_shape, canonicalize_algebra  # noqa: F401
-from symgraph.opt import canonicalize_fill  # noqa: F401
+from symgraph.opt import canonicalize_fill, canonicalize_subtensor  # noqa: F401
 from symgraph.opt import stabilize, specialize  # noqa: F401
 from symgraph.opt import stabilize_nnet  # noqa: F401
 from symgraph.opt import stabilize_softmax  # noqa: F401

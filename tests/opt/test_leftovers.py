@@ -14,6 +14,7 @@ from symgraph.ops.elemwise import DimShuffle
 from symgraph.ops.gemm import Gemm
 from symgraph.ops.nnet_loss import SoftmaxCrossEntropy1Hot
 from symgraph.ops.reduce import Max, Sum
+from symgraph.ops.subtensor import Subtensor
 from tests.opt.opt_helpers import check_rewrite, count_op
 
 EXTREME = np.array([[0.0, -0.0, 1e308, -1e308], [np.inf, -np.inf, np.nan, 1e-310],
@@ -257,3 +258,21 @@ def test_transposes_around_dot():
     assert count_op(fgraph, DimShuffle) == 0
     fgraph = check_rewrite([a, b], T.dot(a.T, b).T, [_mat(0, (3, 2)), _mat(1, (3, 4))])
     assert count_op(fgraph, DimShuffle) == 1
+
+
+@pytest.mark.parametrize("build,merged", [
+    (lambda x: x[1:][:, 2:][0], 1), (lambda x: x[1:3][1:], 1), (lambda x: x[2:][1], 1),
+    (lambda x: x[1:5][2:9, 1:][:, 0], 1),
+    # Left: the chain fails where one index would not (x[1:2][3]), negative steps.
+    (lambda x: x[1:2][0], 2), (lambda x: x[::-1][1:], 2), (lambda x: x[-3:][1:], 2)])
+def test_subtensor_chain(build, merged):
+    x = T.dmatrix("x")
+    fgraph = check_rewrite([x], build(x), [_mat(0, (6, 5))])
+    assert count_op(fgraph, Subtensor) == merged
+
+
+def test_subtensor_chain_keeps_index_errors():
+    x = T.dmatrix("x")
+    f = symgraph.function([x], x[2:][3])
+    with pytest.raises(IndexError):
+        f(_mat(0, (4, 2)))
