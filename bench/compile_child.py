@@ -3,10 +3,12 @@
     python compile_child.py COLUMN WORKLOAD [N] [--jax-cache DIR]
 
 WORKLOAD is ``mlp`` (W4's training step) or ``chain`` (W7, N layers).  The
-graph is built first (not timed); the time runs from ``function()`` (or
-``torch.compile`` / ``jax.jit``) to the first result.  Prints one JSON line
-``{"seconds": ..., "import_s": ...}``.  The caches the process sees (empty:
-cold; filled: warm) are chosen by the parent through the environment.
+system is imported first (timed: ``import_s``), then the graph is built (not
+timed); ``seconds`` runs from ``function()`` (or ``torch.compile`` /
+``jax.jit``) to the first result.  Prints one JSON line ``{"seconds": ...,
+"import_s": ..., "phases": {...}}`` (symgraph's compile phases, from
+``FunctionMaker.timings``).  The caches the process sees (empty: cold; filled: warm)
+are chosen by the parent through the environment.
 """
 
 import json
@@ -14,7 +16,6 @@ import os
 import sys
 import time
 
-_T0 = time.perf_counter()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
@@ -23,30 +24,45 @@ from models import (TheanoLike, chain_input, chain_params, jax_chain,  # noqa: E
                     jax_mlp_step, mlp_batch, mlp_params, torch_chain, torch_mlp_step)
 
 
+_IMPORT = {}   # seconds to import the measured system
+_PHASES = {}   # symgraph: seconds per compile phase
+
+
 def _theano_like(column, workload, n):
+    start = time.perf_counter()
     if column == "symgraph":
         lib = TheanoLike("symgraph")
     else:
         from common import pytensor_modes
 
         lib = TheanoLike("pytensor", pytensor_modes()[column])
+    _IMPORT["s"] = time.perf_counter() - start
     if workload == "mlp":
         inputs, cost, updates = lib.mlp_graph(mlp_params())
         x, y = mlp_batch()
         start = time.perf_counter()
         f = lib.function(inputs, cost, updates=updates)
+        made = time.perf_counter()
         f(x, y)
-        return time.perf_counter() - start
-    xv, h = lib.chain_graph(n)      # built outside the timed span, as for the MLP
-    x = chain_input()
-    start = time.perf_counter()
-    f = lib.function([xv], h)
-    f(x)
-    return time.perf_counter() - start
+    else:
+        xv, h = lib.chain_graph(n)      # built outside the timed span, as for the MLP
+        x = chain_input()
+        start = time.perf_counter()
+        f = lib.function([xv], h)
+        made = time.perf_counter()
+        f(x)
+    end = time.perf_counter()
+    if column == "symgraph":
+        # the compile's phases (FunctionMaker.timings) and the first call
+        _PHASES.update(f.maker.timings, first_call=end - made)
+    return end - start
 
 
 def _torch(workload, n):
+    start = time.perf_counter()
     import torch
+
+    _IMPORT["s"] = time.perf_counter() - start
 
     torch.set_num_threads(int(os.environ.get("SG_BENCH_THREADS", "1")))
     if workload == "mlp":
@@ -65,7 +81,11 @@ def _torch(workload, n):
 
 def _jax(workload, n, cache_dir):
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    start = time.perf_counter()
     import jax
+    import jax.numpy  # noqa: F401  (the step uses it)
+
+    _IMPORT["s"] = time.perf_counter() - start
 
     if cache_dir:
         jax.config.update("jax_compilation_cache_dir", cache_dir)
@@ -95,7 +115,6 @@ def main(argv):
         argv = argv[:i] + argv[i + 2:]
     column, workload = argv[0], argv[1]
     n = int(argv[2]) if len(argv) > 2 else 0
-    import_s = time.perf_counter() - _T0
     if column in ("symgraph", "PyTensor C", "PyTensor Numba"):
         seconds = _theano_like(column, workload, n)
     elif column == "torch.compile":
@@ -104,7 +123,7 @@ def main(argv):
         seconds = _jax(workload, n, cache_dir)
     else:
         raise SystemExit("no compile step for %r" % column)
-    print(json.dumps({"seconds": seconds, "import_s": import_s}))
+    print(json.dumps({"seconds": seconds, "import_s": _IMPORT.get("s"), "phases": _PHASES}))
 
 
 if __name__ == "__main__":

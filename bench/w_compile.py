@@ -3,8 +3,10 @@
 
 Every measurement is a fresh subprocess (``compile_child.py``).  Cold: every
 cache the system keeps on disk points into a new empty folder.  Warm: a second
-process over the folder the cold one filled.  Import time is not counted; the
-time runs from ``function()`` (``torch.compile``, ``jax.jit``) to the first result.
+process over the folder the cold one filled.  The time runs from ``function()``
+(``torch.compile``, ``jax.jit``) to the first result; W6 is also reported with
+the time to import the system added (what a new process pays before its first
+result).
 """
 
 import json
@@ -41,7 +43,8 @@ def _cache_env(root):
 
 
 def _child(ctx, column, workload, n, root):
-    """Run one measurement; returns seconds or None (the failure goes to notes)."""
+    """Run one measurement: (seconds, import seconds, {phase: seconds}), or None
+    (the failure goes to notes)."""
     cmd = [sys.executable, os.path.join(HERE, "compile_child.py"), column, workload, str(n),
            "--jax-cache", os.path.join(root, "jax")]
     try:
@@ -52,15 +55,26 @@ def _child(ctx, column, workload, n, root):
         return None
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)["seconds"]
+            result = json.loads(line)
+            return result["seconds"], result.get("import_s"), result.get("phases") or {}
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     ctx.notes.append("%s %s N=%s failed: %s" % (column, workload, n, " / ".join(tail)[:300]))
     return None
 
 
-def _best(values):
-    values = [v for v in values if v is not None]
-    return min(values) if values else None
+def _best(values, with_import=False):
+    """The smallest time of ``values`` (``_child``'s results or None), the
+    import added with ``with_import``."""
+    times = [v[0] + ((v[1] or 0.0) if with_import else 0.0) for v in values if v is not None]
+    return min(times) if times else None
+
+
+def _phase_text(result):
+    """``import 412, rewriting 63, ...``: a run's phases in milliseconds."""
+    seconds, import_s, phases = result
+    parts = [("import", import_s)] + sorted(phases.items(), key=lambda kv: -kv[1])
+    return ", ".join("%s %.0f" % (name, 1e3 * value) for name, value in parts
+                     if value is not None)
 
 
 def w6(ctx):
@@ -78,8 +92,17 @@ def w6(ctx):
                     warm[column].append(_child(ctx, column, "mlp", 0, root))
             finally:
                 shutil.rmtree(root, ignore_errors=True)
+    for kind, results in (("cold", cold), ("warm", warm)):
+        runs = [r for r in results.get("symgraph", ()) if r is not None]
+        if runs:
+            best = min(runs, key=lambda r: r[0])
+            ctx.notes.append("W6 symgraph %s phases (ms): %s" % (kind, _phase_text(best)))
     return [Row("W6 cold, function() to 1st result", {c: _best(cold[c]) for c in columns}),
-            Row("W6 warm, new process", {c: _best(warm[c]) for c in columns})]
+            Row("W6 warm, new process", {c: _best(warm[c]) for c in columns}),
+            Row("W6 cold, import + function() to 1st result",
+                {c: _best(cold[c], True) for c in columns}),
+            Row("W6 warm, import + function() to 1st result",
+                {c: _best(warm[c], True) for c in columns})]
 
 
 def w7(ctx):
@@ -96,7 +119,8 @@ def w7(ctx):
                 times[column] = _child(ctx, column, "chain", n, root)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-        rows.append(Row("W7 N=%d distinct layers, cold" % n, times))
+        rows.append(Row("W7 N=%d distinct layers, cold" % n,
+                        {c: (t[0] if t else None) for c, t in times.items()}))
     first, last = rows[0].times.get("symgraph"), rows[-1].times.get("symgraph")
     if first and last:
         rows[-1].note = "symgraph N=%d / N=%d: %.1fx" % (sizes[-1], sizes[0], last / first)
