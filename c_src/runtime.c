@@ -758,6 +758,14 @@ static PyTypeObject ProgramType = {
  * whose inputs and outputs have static shapes (nothing can change).
  */
 enum { LOOP_SEQ = 0, LOOP_TAP = 1, LOOP_NONSEQ = 2 };
+
+/* A loop compiled whole (symgraph/backends/cpu/scan/scalar_loop.py): one
+ * operand per step input, then per stored step output; operand k's entry at
+ * step t is base[k] + pos * stride[k], pos starting at start[k], growing by
+ * one per step and back to 0 at ring[k] (0: no ring). */
+typedef int (*sg_loop_fn)(int64_t n, char *const *base, const int64_t *stride,
+                          const int64_t *start, const int64_t *ring, int64_t *done,
+                          sg_error *err);
 enum { LOOP_REC = 0, LOOP_MAPPED = 1, LOOP_COND = 2 };
 
 typedef struct {
@@ -795,6 +803,8 @@ typedef struct {
     int failed_step;
     int64_t failed_t;
     sg_error err;              /* the kernels' (not cleared per step: 512 bytes) */
+    sg_loop_fn compiled;       /* the whole loop as one C function (set_compiled), or NULL */
+    PyObject *compiled_owner;  /* keeps its library loaded */
 } Loop;
 
 static PyObject *LoopShapeError;  /* Python words the message */
@@ -1006,6 +1016,49 @@ static int loop_step(Loop *L, int64_t t, int64_t n, double *kernel_seconds) {
     return 0;
 }
 
+/* The loop through its compiled function: the operands' places, as the
+ * step-by-step loop would read and write them. */
+static int run_compiled(Loop *L, int64_t n, long long *done) {
+    int n_ops = L->n_in + L->n_out;
+    char *base[n_ops > 0 ? n_ops : 1];
+    int64_t stride[n_ops > 0 ? n_ops : 1], start[n_ops > 0 ? n_ops : 1];
+    int64_t ring[n_ops > 0 ? n_ops : 1];
+    for (int i = 0; i < L->n_in; i++) {
+        LoopInput *in = &L->ins[i];
+        base[i] = in->base; stride[i] = in->stride; start[i] = in->pos; ring[i] = in->size;
+    }
+    int k = L->n_in;
+    for (int o = 0; o < L->n_out; o++) {
+        LoopOutput *out = &L->outs[o];
+        if (out->kind == LOOP_COND) continue;
+        if (n > 0 && output_fits(L, o, 0, 0, NULL) < 0) return -1;
+        base[k] = out->base; stride[k] = out->stride; start[k] = out->pos; ring[k] = out->size;
+        if (out->reverse) {   /* walk it from its last entry */
+            base[k] = out->base + (n - 1) * out->stride;
+            stride[k] = -out->stride;
+            start[k] = 0;
+        }
+        k++;
+    }
+    if (n == 0) { *done = 0; return 0; }
+    int64_t ran = 0;
+    if (L->compiled(n, base, stride, start, ring, &ran, &L->err)) return raise_kernel_error(&L->err);
+    *done = ran;
+    return 0;
+}
+
+/* set_compiled(address, owner): run the whole loop through the C function at
+ * address (an sg_loop_fn) from now on; owner keeps its library loaded. */
+static PyObject *Loop_set_compiled(Loop *L, PyObject *args) {
+    unsigned long long address;
+    PyObject *owner;
+    if (!PyArg_ParseTuple(args, "KO", &address, &owner)) return NULL;
+    Py_INCREF(owner);
+    Py_XSETREF(L->compiled_owner, owner);
+    L->compiled = (sg_loop_fn)(uintptr_t)address;
+    Py_RETURN_NONE;
+}
+
 /* An outer array for inner input or output `what`: its dtype and rank checked. */
 static PyArrayObject *loop_array(PyObject *v, int typenum, int ndim, const char *what, int i) {
     if (!PyArray_Check(v) || PyArray_TYPE((PyArrayObject *)v) != typenum ||
@@ -1112,6 +1165,10 @@ static PyObject *Loop_run(Loop *L, PyObject *args) {
     }
     double kernel_seconds = 0.0;
     long long done = n;
+    if (L->compiled != NULL && !p->profile) {
+        if (run_compiled(L, n, &done) < 0) return NULL;
+        n = 0;   /* no step left for the loop below */
+    }
     for (long long t = 0; t < n; t++) {
         int rc = loop_step(L, t, n, &kernel_seconds);
         if (rc < 0) return NULL;
@@ -1271,6 +1328,7 @@ static void Loop_dealloc(Loop *L) {
     PyMem_Free(L->temp_bytes); PyMem_Free(L->dest_of); PyMem_Free(L->itemsize);
     PyMem_Free(L->static_shapes);
     Py_XDECREF(L->inner);
+    Py_XDECREF(L->compiled_owner);
     Py_TYPE(L)->tp_free((PyObject *)L);
 }
 
@@ -1278,6 +1336,8 @@ static PyMethodDef Loop_methods[] = {
     {"run", (PyCFunction)Loop_run, METH_VARARGS,
      "run(n_steps, sequences, recurrent, non_sequences, mapped) -> (steps run, mapped "
      "arrays, seconds in kernels)."},
+    {"set_compiled", (PyCFunction)Loop_set_compiled, METH_VARARGS,
+     "set_compiled(address, owner): run the loop through a compiled sg_loop_fn."},
     {"failed", (PyCFunction)Loop_failed, METH_NOARGS,
      "failed() -> (step, inner step, its input values) after an error, else None."},
     {NULL, NULL, 0, NULL},

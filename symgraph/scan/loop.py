@@ -35,16 +35,13 @@ class ScanProfile:
         self.native = False
 
     def run(self, node, inputs, output_storage, loop=None):
-        """Run the node, timed: through ``loop`` (a runtime Loop, which times the
-        step's kernels itself) when given, else the Python loop."""
+        """Run the node, timed: through ``loop`` (a NativeScan, whose runtime
+        Loop times the step's kernels itself) when given, else the Python loop."""
         if loop is not None:
-            from symgraph.scan.native_loop import run_native_scan
-
             self.native = True
             start = time.perf_counter()
             try:
-                steps, seconds = run_native_scan(self.op, node, inputs, output_storage, loop,
-                                                 self.inner)
+                steps, seconds = loop.run(node, inputs, output_storage)
             finally:
                 self.loop_time += time.perf_counter() - start
                 self.calls += 1

@@ -177,7 +177,7 @@ class Scan(Op):
         return fn
 
     def native_loop(self, node, inner):
-        """The runtime Loop that runs ``inner`` in C (``scan/native_loop.py``),
+        """The NativeScan that runs ``inner`` in C (``scan/native_loop.py``),
         made once per compiled step function; None when the step needs Python."""
         from symgraph.scan import native_loop
 
@@ -188,13 +188,12 @@ class Scan(Op):
 
     def perform(self, node, inputs, output_storage):
         from symgraph.scan.loop import ScanProfile, run_scan
-        from symgraph.scan.native_loop import run_native_scan
 
         inner = self.inner_function(node)
         loop = self.native_loop(node, inner)
         if not self.profile:
             if loop is not None:
-                run_native_scan(self, node, inputs, output_storage, loop, inner)
+                loop.run(node, inputs, output_storage)
             else:
                 run_scan(self, node, inputs, output_storage, inner)
             return

@@ -213,3 +213,54 @@ def test_debug_mode_checks_each_step_in_python(rng):
     xv = rng.normal(size=5)
     g = symgraph.function([x], out)
     np.testing.assert_allclose(f(xv), g(xv))
+
+
+def test_scalar_steps_compile_into_one_loop(rng):
+    a = T.dscalar("a")
+    x0 = T.dscalar("x0")
+    v = T.dvector("v")
+    k = T.lvector("k")
+    n = T.iscalar("n")
+    # x = a*x + 1 (carried tap -1), a two-tap int recurrence, a mapped output
+    # written backwards, constants that are not finite, a stop condition.
+    x, _ = symgraph.scan(lambda x, a: a * x + 1, outputs_info=x0, non_sequences=a, n_steps=n)
+    fib, _ = symgraph.scan(lambda f2, f1: f1 + f2, outputs_info=dict(initial=k, taps=[-2, -1]),
+                           n_steps=n)
+    back, _ = symgraph.scan(lambda e, acc: [acc + e, T.minimum(e, np.inf) * 2],
+                            sequences=v, outputs_info=[T.constant(0.0), None],
+                            go_backwards=True)
+
+    def capped(e, total, limit):
+        new = total + abs(e)
+        return new, symgraph.scan_module.until(new > limit)
+
+    stop, _ = symgraph.scan(capped, sequences=v, outputs_info=T.constant(0.0),
+                            non_sequences=a)
+    f = symgraph.function([a, x0, v, k, n], [x, x[-1], fib, back[0], back[1], stop])
+    scans = [s for s in _loops(f)]
+    assert all(s is not None and s.compiled for s in scans) and len(scans) >= 3
+    vv = rng.normal(size=9)
+    for steps in (1, 2, 7):
+        args = (np.array(0.9), np.array(0.25), vv, np.array([1, 1]), np.array(steps, "int32"))
+        native, python = _both(f, *args)
+        _same(native, python)
+    got = f(np.array(0.5), np.array(0.0), vv, np.array([1, 1]), np.array(7, "int32"))
+    np.testing.assert_array_equal(got[2], [2, 3, 5, 8, 13, 21, 34])
+    assert got[2].dtype == np.int64
+    np.testing.assert_allclose(got[3], np.cumsum(vv[::-1]))
+    np.testing.assert_allclose(got[4], vv[::-1] * 2)
+    np.testing.assert_allclose(got[5][-1], np.cumsum(np.abs(vv))[len(got[5]) - 1])
+    assert got[5][-1] > 0.5 and (len(got[5]) == 1 or got[5][-2] <= 0.5)
+
+
+def test_profiling_a_scalar_loop_times_each_kernel(rng):
+    a = T.dscalar("a")
+    x, _ = symgraph.scan(lambda x, a: a * x + 1, outputs_info=T.constant(0.0),
+                         non_sequences=a, n_steps=50, profile=True)
+    f = symgraph.function([a], x[-1])
+    assert _loops(f)[0].compiled
+    np.testing.assert_allclose(f(np.array(0.5)), 2 - 0.5 ** 49)
+    node = next(n for n in f.maker.fgraph.toposort() if isinstance(n.op, Scan))
+    stats = node.tag.scan_profile
+    assert "Composite" in stats.summary(file="str")
+    assert stats.steps == 50 and max(stats.inner.profile.node_calls.values()) == 50

@@ -222,6 +222,28 @@ def kernel_addresses(lib, prefix, kind):
     return required(f"{prefix}_run"), shape, view
 
 
+def _symbol(lib, name):
+    address = lib.address(name)
+    if address is None:
+        raise RuntimeError(f"the kernel library {lib.key} has no symbol {name}")
+    return address
+
+
+def resolve_function(kernel, name, timings=None, backend=None):
+    """``(address, library)`` of the function ``SG_FN(name)`` of ``kernel`` (a
+    CKernel outside the node ABI), from the compile cache or compiled now; None
+    when it cannot be built (no compiler)."""
+    backend = backend or get_backend()
+    if not native_available(backend):
+        return None
+    key = _kernel_key(kernel, backend)
+    addresses, libraries = resolve_kernels({key: kernel}, {} if timings is None else timings,
+                                           backend=backend, symbols=(name,))
+    if key not in addresses:
+        return None
+    return addresses[key][0], libraries[0]
+
+
 def _index_ref(cache, key):
     """(library key, prefix) that the kernel index records for ``key``, or None:
     a record of another shape (damaged, tampered with, an older format) is a miss."""
@@ -235,12 +257,14 @@ def _index_ref(cache, key):
     return None
 
 
-def resolve_kernels(kernels, timings, compile=True, backend=None):
+def resolve_kernels(kernels, timings, compile=True, backend=None, symbols=None):
     """``(addresses, libraries)``: {key: (run_address, shape_address,
     view_address)} for ``kernels`` ({key: CKernel} of ``backend``, default the
     CPU's), compiling the ones the cache does not have (with ``compile`` false,
     those are left out), and the KernelLibraries they are in (which must stay
-    alive while they run).
+    alive while they run).  With ``symbols`` (names), each kernel's addresses
+    are instead those of its functions ``SG_FN(name)``, for kernels outside the
+    node ABI (a scan's compiled loop).
 
     The index says which library holds a kernel under which prefix; the library
     is trusted only for the kernels its own manifest lists, so a wrong record is
@@ -281,7 +305,10 @@ def resolve_kernels(kernels, timings, compile=True, backend=None):
     addresses, libraries = {}, {}
     for key, (lib, prefix) in found.items():
         backend.prepare_library(lib, kernels[key])
-        addresses[key] = kernel_addresses(lib, prefix, kernels[key].kind)
+        if symbols is not None:
+            addresses[key] = tuple(_symbol(lib, f"{prefix}_{name}") for name in symbols)
+        else:
+            addresses[key] = kernel_addresses(lib, prefix, kernels[key].kind)
         libraries[lib.key] = lib
     timings["load"] = timings.get("load", 0.0) + time.perf_counter() - start
     return addresses, list(libraries.values())

@@ -1,0 +1,1 @@
+"""Compiled loops for scan (see ``scalar_loop.py``)."""
