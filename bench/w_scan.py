@@ -179,8 +179,11 @@ def s3(ctx):
         out, _ = lib.lib.scan(lambda x, a: a * x + 1, outputs_info=xv, non_sequences=av,
                               n_steps=SCALAR_STEPS)
         f = lib.function([av, xv], out[-1])
-        _check(ctx, "S3", column, f(a, x0), want, 1e-9)
-        fns[column] = lambda f=f: f(a, x0)
+        # 0-d arrays, as JAX gets device arrays: Python floats would time
+        # the conversion of the arguments
+        na, nx = np.array(a), np.array(x0)
+        _check(ctx, "S3", column, f(na, nx), want, 1e-9)
+        fns[column] = lambda f=f: f(na, nx)
     if ctx.wants("NumPy"):
         def numpy_loop():
             x, av = np.float64(x0), np.float64(a)
