@@ -129,6 +129,8 @@ class WarmStart:
             self._discard()
             return
         self.restored = True
+        if self._natives is None:
+            stats["restored"] += 1      # the Python VM's: nothing more to load
         with contextlib.suppress(OSError):
             os.utime(path)   # its last use, as for the libraries
 

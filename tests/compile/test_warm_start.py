@@ -174,11 +174,10 @@ def test_same_graph_restored_and_equivalent():
 
 def test_changed_graph_misses():
     w, x, out = _step(offset=1.0)
-    _compile(x, out, w)
-    before = dict(warm_start.stats)
+    first = _compile(x, out, w)
     w2, x2, out2 = _step(offset=2.0)      # another constant: another key
     f = _compile(x2, out2, w2)
-    assert _delta(before)["restored"] == 0
+    assert f.maker.warm.key != first.maker.warm.key
     xv = np.ones((1, 2))
     np.testing.assert_allclose(f(xv), (np.exp(xv @ np.arange(6.).reshape(2, 3) * .5) + 2)
                                .sum(axis=1))
@@ -186,11 +185,11 @@ def test_changed_graph_misses():
 
 def test_changed_flag_misses():
     w, x, out = _step()
-    _compile(x, out, w)
-    before = dict(warm_start.stats)
+    first = _compile(x, out, w)
     with config.change_flags(optimizer_excluding="fusion"):
-        _compile(x, out, w)
-    assert _delta(before)["restored"] == 0
+        other = _compile(x, out, w)
+    assert other.maker.warm.key != first.maker.warm.key
+    assert debugprint(other, file="str") != debugprint(first, file="str")
 
 
 def _entry_of(f):
@@ -280,3 +279,23 @@ def test_cache_command_counts_prunes_and_clears_warm_entries(tmp_path):
     assert cache.stats()["functions"] == 1
     cache.clear()
     assert cache.stats()["functions"] == 0
+
+
+def test_python_linker_restored_and_copied():
+    from symgraph.compile.mode import Mode
+
+    w, x, out = _step(offset=6.0)
+    fresh = symgraph.function([x], out.sum(axis=1), updates=[(w, w * 0.9)],
+                              mode=Mode(linker="py"))
+    before = dict(warm_start.stats)
+    again = symgraph.function([x], out.sum(axis=1), updates=[(w, w * 0.9)],
+                              mode=Mode(linker="py"))
+    assert _delta(before)["restored"] == 1
+    assert again.native is None and again.vm is not None
+    _same_results(again, fresh, w)
+    twin = again.copy(delete_updates=True)
+    w0 = w.get_value()
+    np.testing.assert_array_equal(twin(np.ones((2, 2))), fresh(np.ones((2, 2))))
+    w.set_value(w0)
+    twin(np.ones((2, 2)))
+    np.testing.assert_array_equal(w.get_value(), w0)     # the copy updates nothing
