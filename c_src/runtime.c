@@ -7,7 +7,8 @@
  * nothing else holds it, so large outputs do not fault in fresh pages on
  * every call) and wraps view outputs as NumPy views of their base.  A "view
  * or copy" step (SG_VIEW_OR_COPY) does either, per call, as its kernel's
- * view function decides from the input's strides.
+ * view function decides from the input's strides.  A step may be guarded by
+ * conditions (set_guards): the branches of a lazy ifelse run only when taken.
  *
  * This is the only C file that includes Python and NumPy headers; the kernels
  * stay plain C so that they compile fast.
@@ -56,6 +57,9 @@ typedef struct {
     sg_array *in_desc, *out_desc;
     int64_t *shapes;
     const sg_allocator *alloc;  /* makes and views its outputs (0: host memory) */
+    int n_guards;           /* lazy ifelse: run only when every guard holds */
+    int *guard_slots;       /* a condition's slot ... */
+    char *guard_truth;      /* ... and the truth it must have */
 } Step;
 
 typedef struct {
@@ -344,6 +348,21 @@ static int check_input(InputSpec *spec, PyObject *v) {
 
 static PyObject *run_values(Program *p, PyObject *values, int check);
 
+/* 1 when step s runs: each of its conditions (scalars computed earlier in
+ * the schedule) has the truth its guard asks for; 0 when it is skipped (the
+ * branch of an ifelse not taken); -1 on error.  A condition that was not
+ * computed belongs to a branch not taken: its step is skipped too. */
+static int guards_hold(Program *p, Step *s) {
+    for (int g = 0; g < s->n_guards; g++) {
+        PyObject *v = p->slots[s->guard_slots[g]];
+        if (v == NULL) return 0;
+        int truth = PyObject_IsTrue(v);
+        if (truth < 0) return -1;
+        if (truth != s->guard_truth[g]) return 0;
+    }
+    return 1;
+}
+
 static PyObject *Program_run(Program *p, PyObject *args) {
     PyObject *values;
     int check = 1;
@@ -373,6 +392,11 @@ static PyObject *run_values(Program *p, PyObject *values, int check) {
     p->failed_step = -1;
     for (int i = 0; i < p->n_steps; i++) {
         Step *s = &p->steps[i];
+        if (s->n_guards) {
+            int run = guards_hold(p, s);
+            if (run < 0) { p->failed_step = i; return NULL; }
+            if (run == 0) continue;
+        }
         double start = p->profile ? now_seconds() : 0.0;
         int rc = s->type == STEP_NATIVE ? run_native(p, s) : run_python(p, s);
         if (p->profile) {
@@ -530,6 +554,41 @@ static PyObject *Program_set_constant(Program *p, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_guards(step, ((slot, truth), ...)): step runs only when each slot's
+ * value has that truth (the branches of a lazy ifelse). */
+static PyObject *Program_set_guards(Program *p, PyObject *args) {
+    int index;
+    PyObject *guards;
+    if (!PyArg_ParseTuple(args, "iO!", &index, &PyTuple_Type, &guards)) return NULL;
+    if (index < 0 || index >= p->n_steps) {
+        PyErr_SetString(PyExc_IndexError, "no such step");
+        return NULL;
+    }
+    Step *s = &p->steps[index];
+    int n = (int)PyTuple_GET_SIZE(guards);
+    int *slots = PyMem_Calloc(n > 0 ? n : 1, sizeof(int));
+    char *truth = PyMem_Calloc(n > 0 ? n : 1, 1);
+    if (slots == NULL || truth == NULL) {
+        PyMem_Free(slots); PyMem_Free(truth);
+        return PyErr_NoMemory();
+    }
+    for (int g = 0; g < n; g++) {
+        int wanted;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(guards, g), "ip", &slots[g], &wanted) ||
+            slots[g] < 0 || slots[g] >= p->n_slots) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "no such slot");
+            PyMem_Free(slots); PyMem_Free(truth);
+            return NULL;
+        }
+        truth[g] = (char)wanted;
+    }
+    PyMem_Free(s->guard_slots); PyMem_Free(s->guard_truth);
+    s->guard_slots = slots;
+    s->guard_truth = truth;
+    s->n_guards = n;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Program_clear(Program *p, PyObject *unused) {
     clear_slots(p, 0);
     Py_RETURN_NONE;
@@ -564,6 +623,7 @@ static void free_steps(Program *p) {
         PyMem_Free(s->in_slots); PyMem_Free(s->out_slots);
         PyMem_Free(s->out_typenums); PyMem_Free(s->out_ndims); PyMem_Free(s->alias);
         PyMem_Free(s->in_desc); PyMem_Free(s->out_desc); PyMem_Free(s->shapes);
+        PyMem_Free(s->guard_slots); PyMem_Free(s->guard_truth);
     }
     PyMem_Free(p->steps);
 }
@@ -717,6 +777,8 @@ static PyMethodDef Program_methods[] = {
     {"set_constant", (PyCFunction)Program_set_constant, METH_VARARGS,
      "set_constant(i, value): a value kept in slot i across calls."},
     {"clear", (PyCFunction)Program_clear, METH_NOARGS, "Release every non-constant slot."},
+    {"set_guards", (PyCFunction)Program_set_guards, METH_VARARGS,
+     "set_guards(step, ((slot, truth), ...)): run the step only when the guards hold."},
     {"set_profile", (PyCFunction)Program_set_profile, METH_VARARGS,
      "set_profile(on): time every step from now on."},
     {"step_times", (PyCFunction)Program_step_times, METH_NOARGS,
@@ -1237,8 +1299,9 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
         return -1;
     }
     for (int k = 0; k < p->n_steps; k++)
-        if (p->steps[k].type != STEP_NATIVE) {
-            PyErr_SetString(PyExc_TypeError, "Loop: the step function has a Python step");
+        if (p->steps[k].type != STEP_NATIVE || p->steps[k].n_guards) {
+            PyErr_SetString(PyExc_TypeError, "Loop: the step function has a Python or a "
+                            "conditional step");
             return -1;
         }
     int n_slots = p->n_slots > 0 ? p->n_slots : 1;

@@ -5,9 +5,11 @@ scalar ``cond`` is non-zero and ``else_branch`` otherwise; unlike
 ``T.switch`` the condition is one scalar, not an element-wise mask, and the
 branches may have different shapes.
 
-Evaluation is not lazy (yet): ``perform`` receives both branches' values,
-so both are computed before one is picked.  Theano's lazy linker, which skips
-the untaken branch, is future work; results are the same, only the cost is.
+Evaluation is lazy with the native runtime (linkers ``c|py`` and ``c``): the
+nodes that only the branch not taken needs are not run (``branch_guards``
+says which, the runtime skips them), inside a scan's step too.  ``perform``
+reads only the chosen branch's values.  The Python VM (linker ``py``) still
+computes both branches.
 """
 
 import copy
@@ -18,7 +20,7 @@ from symgraph.graph.basic import Apply, Op, Variable
 from symgraph.tensor.basic import as_tensor_variable, constant, is_python_scalar
 from symgraph.tensor.type import TensorType
 
-__all__ = ["IfElse", "ifelse"]
+__all__ = ["IfElse", "ifelse", "branch_guards"]
 
 
 class IfElse(Op):
@@ -128,6 +130,47 @@ class IfElse(Op):
         return results
 
 
+def branch_guards(outputs, order):
+    """``{node: ((condition, truth), ...)}``: the nodes of ``order`` (a schedule
+    computing ``outputs``) that run only when each of their conditions has
+    the truth given, because only the branches of IfElse nodes need them.
+
+    A node is guarded by IfElse node ``I``'s then-branch when every path from
+    it to an output goes through ``I``'s then-values (likewise else), and
+    only when it is scheduled after ``I``'s condition is computed (the
+    runtime reads the condition before the node; a node scheduled earlier
+    just runs)."""
+    position = {node: i for i, node in enumerate(order)}
+    guards = {}
+    for node in order:
+        if not isinstance(node.op, IfElse):
+            continue
+        n = node.op.n_outs
+        cond = node.inputs[0]
+        after = position[cond.owner] if cond.owner in position else -1
+        for truth, cut in ((True, range(1, 1 + n)), (False, range(1 + n, 1 + 2 * n))):
+            needed = _needed_without(outputs, node, set(cut))
+            for other in order[after + 1:]:
+                if other not in needed:
+                    guards.setdefault(other, []).append((cond, truth))
+    return {node: tuple(g) for node, g in guards.items()}
+
+
+def _needed_without(outputs, ifelse_node, cut):
+    """The nodes computing ``outputs`` when ``ifelse_node``'s inputs at the
+    positions ``cut`` (one branch) are not needed."""
+    needed, stack = set(), [v.owner for v in outputs if v.owner is not None]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        for i, var in enumerate(node.inputs):
+            if var.owner is not None and not (node is ifelse_node and i in cut):
+                stack.append(var.owner)
+    return needed
+
+
 def _as_condition(cond, op):
     cond = as_tensor_variable(cond)
     if cond.ndim != 0:
@@ -216,8 +259,9 @@ def ifelse(condition, then_branch, else_branch, name=None):
     a list gives a list back, a tuple a tuple, a single variable a variable.
     The branches' dtypes and ranks must match (Python numbers are converted to
     the other branch's dtype); where static shapes differ, the result's type
-    is the more general one.  Both branches are computed (no lazy evaluation
-    yet), then one is picked.
+    is the more general one.  With the native runtime only the branch taken
+    is computed (what the other one alone needs is skipped); the Python VM
+    computes both.
     """
     kind = type(then_branch) if isinstance(then_branch, (list, tuple)) else None
     if (kind is None) != (not isinstance(else_branch, (list, tuple))):

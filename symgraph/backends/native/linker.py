@@ -558,8 +558,21 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
+    _set_branch_guards(program, fgraph, order, step_nodes, slot_of)
     return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
                          python_nodes, libraries)
+
+
+def _set_branch_guards(program, fgraph, order, step_nodes, slot_of):
+    """Lazy ifelse: each step of a node that only a branch needs (and the check
+    steps around it) runs only when that branch is taken."""
+    from symgraph.ops.ifelse import branch_guards
+
+    guards = branch_guards(fgraph.outputs, order)
+    for index, node in enumerate(step_nodes):
+        if node in guards:
+            program.set_guards(index, tuple((slot_of[cond], truth)
+                                            for cond, truth in guards[node]))
 
 
 def _native_step(kernel, addresses, node, ins, outs, allocator=0):
