@@ -42,7 +42,9 @@ typedef int (*sg_run_fn)(const sg_array *, sg_array *, sg_error *);
 typedef int (*sg_shape_fn)(const sg_array *, int64_t *, sg_error *);
 typedef int (*sg_view_fn)(const sg_array *, const int64_t *, sg_array *, sg_error *);
 
-enum { STEP_NATIVE = 0, STEP_PYTHON = 1 };
+/* STEP_SELECT: an ifelse's choice (inputs cond, then-values, else-values):
+ * each output is the chosen branch's value, copied unless as_view. */
+enum { STEP_NATIVE = 0, STEP_PYTHON = 1, STEP_SELECT = 2 };
 
 typedef struct {
     int type;
@@ -57,6 +59,7 @@ typedef struct {
     sg_array *in_desc, *out_desc;
     int64_t *shapes;
     const sg_allocator *alloc;  /* makes and views its outputs (0: host memory) */
+    int as_view;            /* STEP_SELECT: the outputs alias the chosen inputs */
     int n_guards;           /* lazy ifelse: run only when every guard holds */
     int *guard_slots;       /* a condition's slot ... */
     char *guard_truth;      /* ... and the truth it must have */
@@ -335,6 +338,32 @@ static int run_python(Program *p, Step *s) {
     return 0;
 }
 
+static int run_select(Program *p, Step *s) {
+    PyObject *cond = p->slots[s->in_slots[0]];
+    if (cond == NULL) {
+        PyErr_SetString(PyExc_TypeError, "an ifelse's condition has no value");
+        return -1;
+    }
+    int truth = PyObject_IsTrue(cond);
+    if (truth < 0) return -1;
+    for (int k = 0; k < s->n_out; k++) {
+        PyObject *v = p->slots[s->in_slots[1 + k + (truth ? 0 : s->n_out)]];
+        if (v == NULL) {
+            PyErr_Format(PyExc_TypeError, "the %s-value %d of an ifelse has no value",
+                         truth ? "then" : "else", k);
+            return -1;
+        }
+        if (!s->as_view && PyArray_Check(v)) {
+            v = PyArray_NewCopy((PyArrayObject *)v, NPY_CORDER);
+            if (v == NULL) return -1;
+        } else {
+            Py_INCREF(v);
+        }
+        Py_XSETREF(p->slots[s->out_slots[k]], v);
+    }
+    return 0;
+}
+
 static int check_input(InputSpec *spec, PyObject *v) {
     if (spec->typenum < 0) return 1;   /* not an array type: Python checked it once */
     if (!PyArray_CheckExact(v)) return 0;
@@ -398,7 +427,8 @@ static PyObject *run_values(Program *p, PyObject *values, int check) {
             if (run == 0) continue;
         }
         double start = p->profile ? now_seconds() : 0.0;
-        int rc = s->type == STEP_NATIVE ? run_native(p, s) : run_python(p, s);
+        int rc = s->type == STEP_NATIVE ? run_native(p, s) :
+                 s->type == STEP_SELECT ? run_select(p, s) : run_python(p, s);
         if (p->profile) {
             p->step_seconds[i] += now_seconds() - start;
             p->step_calls[i] += 1;
@@ -668,6 +698,20 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
     int n;
     long type = PyLong_AsLong(PyTuple_GetItem(spec, 0));
     s->type = (int)type;
+    if (s->type == STEP_SELECT) {
+        PyObject *ins, *outs, *typenums;
+        if (!PyArg_ParseTuple(spec, "ipOOO", &n, &s->as_view, &ins, &outs, &typenums))
+            return -1;
+        if (!(s->in_slots = int_array(ins, &s->n_in))) return -1;
+        if (!(s->out_slots = int_array(outs, &s->n_out))) return -1;
+        if (!(s->out_typenums = int_array(typenums, NULL))) return -1;
+        if (s->n_in != 1 + 2 * s->n_out) {
+            PyErr_SetString(PyExc_ValueError, "a select step takes a condition and two "
+                            "values per output");
+            return -1;
+        }
+        return 0;
+    }
     if (s->type == STEP_PYTHON) {
         PyObject *callable;
         PyObject *ins, *outs;
@@ -725,6 +769,7 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
  *                    [, view_ptr[, allocator]])   (view_ptr: SG_VIEW_OR_COPY kernels;
  *                    allocator: of the outputs, a register_allocator number, 0: host)
  *            python (1, callable, in_slots, out_slots)
+ *            select (2, as_view, in_slots, out_slots, typenums): an ifelse
  *   outputs: (slot, ...)
  */
 static int Program_init(Program *p, PyObject *args, PyObject *kwds) {
@@ -861,6 +906,7 @@ typedef struct {
     size_t *temp_bytes;
     int *dest_of;              /* per inner slot: the output written there directly, -1 */
     int *itemsize;             /* per inner slot that a kernel computes */
+    int *typenum;              /* per inner slot (-1: unknown) */
     char *static_shapes;       /* per inner step */
     int failed_step;
     int64_t failed_t;
@@ -999,6 +1045,53 @@ static int truth(const char *p, int typenum) {
     }
 }
 
+/* 1 when the guards of step s hold (lazy ifelse), 0 when it is skipped.  A
+ * condition not computed at this step (its data cleared at the start of the
+ * call, or left from an earlier step) belongs to a branch not taken, and then
+ * another guard of s fails too. */
+static int loop_guards_hold(Loop *L, Step *s) {
+    for (int g = 0; g < s->n_guards; g++) {
+        const sg_array *d = &L->desc[s->guard_slots[g]];
+        if (d->data == NULL) return 0;
+        if (truth(d->data, L->typenum[s->guard_slots[g]]) != s->guard_truth[g]) return 0;
+    }
+    return 1;
+}
+
+/* An ifelse's choice: the chosen branch's values copied into the Loop's buffers. */
+static int loop_select(Loop *L, Step *s) {
+    const sg_array *c = &L->desc[s->in_slots[0]];
+    if (c->data == NULL) {
+        PyErr_SetString(PyExc_TypeError, "an ifelse's condition has no value");
+        return -1;
+    }
+    int taken = truth(c->data, L->typenum[s->in_slots[0]]);
+    for (int k = 0; k < s->n_out; k++) {
+        const sg_array *src = &L->desc[s->in_slots[1 + k + (taken ? 0 : s->n_out)]];
+        int slot = s->out_slots[k];
+        sg_array *d = &L->desc[slot];
+        size_t bytes = (size_t)L->itemsize[slot];
+        d->ndim = src->ndim;
+        for (int i = src->ndim - 1; i >= 0; i--) {
+            d->shape[i] = src->shape[i];
+            d->strides[i] = (int64_t)bytes;
+            bytes *= (size_t)src->shape[i];
+        }
+        if (bytes > L->temp_bytes[slot] || L->temp[slot] == NULL) {
+            void *mem = NULL;
+            if (posix_memalign(&mem, 64, bytes ? bytes : 1) != 0) { PyErr_NoMemory(); return -1; }
+            free(L->temp[slot]);
+            L->temp[slot] = mem;
+            L->temp_bytes[slot] = bytes;
+        }
+        d->data = L->temp[slot];
+        if (bytes)
+            copy_strided(d->data, d->strides, src->data, src->strides, src->shape, src->ndim,
+                         L->itemsize[slot]);
+    }
+    return 0;
+}
+
 /* One kernel of the step (the descriptors of its inputs already gathered). */
 static int loop_kernel(Loop *L, Step *s, int k, int64_t t, int64_t n, sg_error *err) {
     switch (s->kind) {
@@ -1045,14 +1138,24 @@ static int loop_step(Loop *L, int64_t t, int64_t n, double *kernel_seconds) {
     }
     for (int k = 0; k < p->n_steps; k++) {
         Step *s = &p->steps[k];
+        if (s->n_guards && !loop_guards_hold(L, s)) continue;
         double start = p->profile ? now_seconds() : 0.0;
-        for (int i = 0; i < s->n_in; i++) desc_copy(&s->in_desc[i], &L->desc[s->in_slots[i]]);
-        if (loop_kernel(L, s, k, t, n, &L->err) < 0) {
-            L->failed_step = k;
-            L->failed_t = t;
-            return -1;
+        if (s->type == STEP_SELECT) {
+            if (loop_select(L, s) < 0) {
+                L->failed_step = k;
+                L->failed_t = t;
+                return -1;
+            }
+        } else {
+            for (int i = 0; i < s->n_in; i++) desc_copy(&s->in_desc[i], &L->desc[s->in_slots[i]]);
+            if (loop_kernel(L, s, k, t, n, &L->err) < 0) {
+                L->failed_step = k;
+                L->failed_t = t;
+                return -1;
+            }
+            for (int j = 0; j < s->n_out; j++)
+                desc_copy(&L->desc[s->out_slots[j]], &s->out_desc[j]);
         }
-        for (int j = 0; j < s->n_out; j++) desc_copy(&L->desc[s->out_slots[j]], &s->out_desc[j]);
         if (p->profile) {
             double spent = now_seconds() - start;
             p->step_seconds[k] += spent;
@@ -1156,6 +1259,9 @@ static PyObject *Loop_run(Loop *L, PyObject *args) {
         return NULL;
     Program *p = L->inner;
     L->failed_step = -1;
+    /* No value is computed yet (a lazy ifelse's guards see it), and none
+     * points into the arrays of an earlier call. */
+    for (int i = 0; i < p->n_slots; i++) L->desc[i].data = NULL;
     for (int i = 0; i < p->n_slots; i++) {   /* constants (and nothing else) have values */
         PyObject *v = p->keep[i] ? p->slots[i] : NULL;
         if (v != NULL && PyArray_Check(v)) describe_entry(&L->desc[i], (PyArrayObject *)v, 0);
@@ -1299,9 +1405,8 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
         return -1;
     }
     for (int k = 0; k < p->n_steps; k++)
-        if (p->steps[k].type != STEP_NATIVE || p->steps[k].n_guards) {
-            PyErr_SetString(PyExc_TypeError, "Loop: the step function has a Python or a "
-                            "conditional step");
+        if (p->steps[k].type == STEP_PYTHON) {
+            PyErr_SetString(PyExc_TypeError, "Loop: the step function has a Python step");
             return -1;
         }
     int n_slots = p->n_slots > 0 ? p->n_slots : 1;
@@ -1312,13 +1417,19 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
     L->temp_bytes = PyMem_Calloc(n_slots, sizeof(size_t));
     L->dest_of = PyMem_Calloc(n_slots, sizeof(int));
     L->itemsize = PyMem_Calloc(n_slots, sizeof(int));
+    L->typenum = PyMem_Calloc(n_slots, sizeof(int));
     L->static_shapes = PyMem_Calloc(p->n_steps > 0 ? p->n_steps : 1, 1);
     if (!L->ins || !L->outs || !L->desc || !L->temp || !L->temp_bytes || !L->dest_of ||
-        !L->itemsize || !L->static_shapes) {
+        !L->itemsize || !L->typenum || !L->static_shapes) {
         PyErr_NoMemory();
         return -1;
     }
-    for (int i = 0; i < n_slots; i++) L->dest_of[i] = -1;
+    for (int i = 0; i < n_slots; i++) {
+        L->dest_of[i] = -1;
+        PyObject *c = i < p->n_slots ? p->slots[i] : NULL;
+        L->typenum[i] = c != NULL && PyArray_Check(c) ? PyArray_TYPE((PyArrayObject *)c) : -1;
+    }
+    for (int i = 0; i < p->n_inputs; i++) L->typenum[p->inputs[i].slot] = p->inputs[i].typenum;
     for (int i = 0; i < L->n_in; i++) {
         LoopInput *in = &L->ins[i];
         long long offset;
@@ -1339,7 +1450,8 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
             int size = itemsize_of(s->out_typenums[j]);
             if (size < 0) { PyMem_Free(computed); return -1; }
             L->itemsize[s->out_slots[j]] = size;
-            if (s->kind == SG_COMPUTE) computed[s->out_slots[j]] = 1;
+            L->typenum[s->out_slots[j]] = s->out_typenums[j];
+            if (s->type == STEP_NATIVE && s->kind == SG_COMPUTE) computed[s->out_slots[j]] = 1;
         }
     }
     L->cond = -1;
@@ -1389,6 +1501,7 @@ static void Loop_dealloc(Loop *L) {
     for (int o = 0; L->outs && o < L->n_out; o++) Py_XDECREF(L->outs[o].array);
     PyMem_Free(L->ins); PyMem_Free(L->outs); PyMem_Free(L->desc); PyMem_Free(L->temp);
     PyMem_Free(L->temp_bytes); PyMem_Free(L->dest_of); PyMem_Free(L->itemsize);
+    PyMem_Free(L->typenum);
     PyMem_Free(L->static_shapes);
     Py_XDECREF(L->inner);
     Py_XDECREF(L->compiled_owner);

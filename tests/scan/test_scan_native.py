@@ -264,3 +264,25 @@ def test_profiling_a_scalar_loop_times_each_kernel(rng):
     stats = node.tag.scan_profile
     assert "Composite" in stats.summary(file="str")
     assert stats.steps == 50 and max(stats.inner.profile.node_calls.values()) == 50
+
+
+def test_lazy_ifelse_in_the_native_loop(rng):
+    from symgraph.ifelse import ifelse
+
+    x = T.dvector("x")
+    idx = T.lvector("idx")
+
+    def step(i, acc, x):
+        # x[i] fails for an index out of range: only the taken branch reads it
+        picked = ifelse(T.lt(i, x.shape[0]), x[i] * 2, T.constant(-1.0))
+        return acc + picked, picked
+
+    (total, picked), _ = symgraph.scan(step, sequences=idx,
+                                       outputs_info=[T.constant(0.0), None], non_sequences=x)
+    f = symgraph.function([idx, x], [total, picked])
+    assert _loops(f)[0] is not None
+    xv = rng.normal(size=4)
+    iv = np.array([0, 9, 3, 100, 1])
+    native, python = _both(f, iv, xv)
+    _same(native, python)
+    np.testing.assert_allclose(native[1], [xv[0] * 2, -1, xv[3] * 2, -1, xv[1] * 2])

@@ -534,7 +534,10 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         ins = tuple(slot_of[v] for v in node.inputs)
         outs = tuple(slot_of[v] for v in node.outputs)
         key = node_keys.get(node)
-        if key is None or key not in addresses:
+        if _is_select(node):
+            steps.append((2, node.op.as_view, ins, outs,
+                          tuple(np.dtype(o.dtype).num for o in node.outputs)))
+        elif key is None or key not in addresses:
             steps.append((1, python_step(node), ins, outs))
             python_nodes.append(node)
         else:
@@ -561,6 +564,16 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
     _set_branch_guards(program, fgraph, order, step_nodes, slot_of)
     return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
                          python_nodes, libraries)
+
+
+def _is_select(node):
+    """True for an IfElse on arrays, which the runtime runs itself (a select step)."""
+    from symgraph.backends.c_family.c_types import has_c_type
+    from symgraph.ops.ifelse import IfElse
+
+    return isinstance(node.op, IfElse) and all(
+        var.type.__class__.__name__ == "TensorType" and has_c_type(var.type.dtype)
+        for var in node.inputs + node.outputs)
 
 
 def _set_branch_guards(program, fgraph, order, step_nodes, slot_of):
