@@ -12,6 +12,14 @@ from symgraph.ops.from_graph import as_op
 from symgraph.scan import Scan
 import symgraph.scan.native_loop as native_loop
 
+#: The native runtime whatever the flags say (a test run in DebugMode runs
+#: each node's perform too, which would count as calls and loop in Python).
+NATIVE = symgraph.Mode(linker="c|py", optimizer="fast_run")
+
+
+def _function(*args, **kwargs):
+    return symgraph.function(*args, mode=NATIVE, **kwargs)
+
 
 def _loops(fn):
     """The runtime Loop of each Scan node of ``fn`` (None: the Python loop)."""
@@ -55,7 +63,7 @@ def test_taps_several_outputs_odd_shapes_against_numpy(rng):
     (h, s, y), _ = symgraph.scan(step, sequences=dict(input=x, taps=[0, 1]),
                                  outputs_info=[dict(initial=h0, taps=[-3, -1]), None, None],
                                  non_sequences=W)
-    f = symgraph.function([x, h0, W], [h, s, y])
+    f = _function([x, h0, W], [h, s, y])
     assert all(loop is not None for loop in _loops(f))
     xv = rng.normal(size=(8, 3, 5))
     h0v = rng.normal(size=(3, 3, 5))
@@ -81,7 +89,7 @@ def test_until_go_backwards_and_rings(rng):
     (total, doubled), _ = symgraph.scan(step, sequences=v, outputs_info=[T.zeros(()), None],
                                         non_sequences=limit, go_backwards=True)
     last, _ = symgraph.scan(lambda x, p: p * 0.5 + x, sequences=v, outputs_info=T.ones(()))
-    f = symgraph.function([v, limit], [total, doubled, last[-1], last[-3:]])
+    f = _function([v, limit], [total, doubled, last[-1], last[-3:]])
     assert all(loop is not None for loop in _loops(f))
     vv = rng.normal(size=11)
     for lim in (3.0, 1e9):
@@ -104,7 +112,7 @@ def test_shared_updates_and_float32(rng):
         return h_new, {acc: acc + h_new}
 
     h, updates = symgraph.scan(step, sequences=x, outputs_info=T.zeros((4,), dtype="float32"))
-    f = symgraph.function([x], h, updates=updates)
+    f = _function([x], h, updates=updates)
     assert all(loop is not None for loop in _loops(f))
     xv = rng.normal(size=(6, 4)).astype("float32")
     got = f(xv)
@@ -128,7 +136,7 @@ def test_gradients_match_and_run_natively(rng):
                          outputs_info=h0, non_sequences=W, truncate_gradient=4)
     cost = (h ** 2).sum() + h[-1].sum()
     grads = symgraph.grad(cost, [x, W, h0])
-    f = symgraph.function([x, W, h0], grads)
+    f = _function([x, W, h0], grads)
     assert len(_loops(f)) >= 2 and all(loop is not None for loop in _loops(f))
     args = (rng.normal(size=(7, 3)), rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3))
     native, python = _both(f, *args)
@@ -139,7 +147,7 @@ def test_zero_steps_and_map_of_unknown_shape(rng):
     v = T.matrix("v")
     n = T.iscalar("n")
     out, _ = symgraph.scan(lambda row: row[::2] * 3, sequences=v, n_steps=n)
-    f = symgraph.function([v, n], out)
+    f = _function([v, n], out)
     assert _loops(f)[0] is not None
     vv = rng.normal(size=(5, 7))
     for steps in (0, 3, 5):
@@ -155,7 +163,7 @@ def test_a_step_with_a_python_op_loops_in_python(rng):
     v = T.matrix("v")
     out, _ = symgraph.scan(lambda row, acc: twice(row) + acc, sequences=v,
                            outputs_info=T.zeros((3,)))
-    f = symgraph.function([v], out)
+    f = _function([v], out)
     assert _loops(f) == [None]
     vv = rng.normal(size=(4, 3))
     np.testing.assert_allclose(f(vv), np.cumsum(vv * 2, axis=0))
@@ -166,7 +174,7 @@ def test_errors_name_the_step_as_the_python_loop(rng):
     h0 = T.vector("h0")
     grow, _ = symgraph.scan(lambda x, h: T.concatenate([h, h])[:T.cast(x, "int64")],
                             sequences=v, outputs_info=h0, name="grower")
-    f = symgraph.function([v, h0], grow)
+    f = _function([v, h0], grow)
     assert _loops(f)[0] is not None
     messages = []
     for enabled in (True, False):
@@ -183,7 +191,7 @@ def test_errors_name_the_step_as_the_python_loop(rng):
     idx = T.iscalar("idx")
     m = T.matrix("m")
     pick, _ = symgraph.scan(lambda x, i: x[i] * 2, sequences=m, non_sequences=idx)
-    g = symgraph.function([m, idx], pick)
+    g = _function([m, idx], pick)
     assert _loops(g)[0] is not None
     with pytest.raises(IndexError, match="failed at step 0"):
         g(np.ones((3, 2)), 5)
@@ -193,7 +201,7 @@ def test_profile_times_the_native_loop(rng):
     x = T.matrix("x")
     h, _ = symgraph.scan(lambda x_t, h: T.tanh(h * 0.5 + x_t), sequences=x,
                          outputs_info=T.zeros((3,)), profile=True)
-    f = symgraph.function([x], h)
+    f = _function([x], h)
     assert _loops(f)[0] is not None
     f(rng.normal(size=(20, 3)))
     node = next(n for n in f.maker.fgraph.toposort() if isinstance(n.op, Scan))
@@ -211,7 +219,7 @@ def test_debug_mode_checks_each_step_in_python(rng):
     f = symgraph.function([x], out, mode="DebugMode")
     assert _loops(f) == [None]
     xv = rng.normal(size=5)
-    g = symgraph.function([x], out)
+    g = _function([x], out)
     np.testing.assert_allclose(f(xv), g(xv))
 
 
@@ -236,7 +244,7 @@ def test_scalar_steps_compile_into_one_loop(rng):
 
     stop, _ = symgraph.scan(capped, sequences=v, outputs_info=T.constant(0.0),
                             non_sequences=a)
-    f = symgraph.function([a, x0, v, k, n], [x, x[-1], fib, back[0], back[1], stop])
+    f = _function([a, x0, v, k, n], [x, x[-1], fib, back[0], back[1], stop])
     scans = [s for s in _loops(f)]
     assert all(s is not None and s.compiled for s in scans) and len(scans) >= 3
     vv = rng.normal(size=9)
@@ -257,7 +265,7 @@ def test_profiling_a_scalar_loop_times_each_kernel(rng):
     a = T.dscalar("a")
     x, _ = symgraph.scan(lambda x, a: a * x + 1, outputs_info=T.constant(0.0),
                          non_sequences=a, n_steps=50, profile=True)
-    f = symgraph.function([a], x[-1])
+    f = _function([a], x[-1])
     assert _loops(f)[0].compiled
     np.testing.assert_allclose(f(np.array(0.5)), 2 - 0.5 ** 49)
     node = next(n for n in f.maker.fgraph.toposort() if isinstance(n.op, Scan))
@@ -279,7 +287,7 @@ def test_lazy_ifelse_in_the_native_loop(rng):
 
     (total, picked), _ = symgraph.scan(step, sequences=idx,
                                        outputs_info=[T.constant(0.0), None], non_sequences=x)
-    f = symgraph.function([idx, x], [total, picked])
+    f = _function([idx, x], [total, picked])
     assert _loops(f)[0] is not None
     xv = rng.normal(size=4)
     iv = np.array([0, 9, 3, 100, 1])

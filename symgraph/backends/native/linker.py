@@ -502,7 +502,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         backend_of[node] = backend
         kernel = node_kernel(node, backend) if linker in ("c", "c|py") else None
         if kernel is None:
-            if linker == "c":
+            if linker == "c" and not _is_select(node):
                 raise NoNativeCodeError(
                     f"linker=c: {node.op} has no native code for {node}"
                     f"{_origin(node)}; use linker='c|py' to run such nodes in Python")
