@@ -254,42 +254,57 @@ def local_collect_like_terms(fgraph, node):
     if len(order) == len(terms):
         return None
     dtype = out.type.numpy_dtype
-    pos, neg = [], []
+    entries = []  # (positive?, expression, is a matrix product)
     for leaf in order:
         number, sym = _coef_expr(groups[leaf], dtype)
+        product = leaf is not None and leaf.owner is not None and \
+            type(leaf.owner.op).__name__ == "Dot"
         if sym is None:
             with np.errstate(all="ignore"):
                 number = np.asarray(number, dtype=dtype) if is_discrete(dtype) else \
                     np.asarray(number).astype(dtype)
+            negative = number < 0 and not is_discrete(dtype)
+            size = -number if negative else number
             if leaf is None:
                 if number != 0:
-                    negative = number < 0 and not is_discrete(dtype)
-                    (neg if negative else pos).append(-number if negative else number)
+                    entries.append((not negative, size, False))
                 continue
             if number == 0 and not is_discrete(dtype):
                 return None  # x - x stays: its removal is the unsafe rewrite's
-            if number == 1 or number == -1 and not is_discrete(dtype):
-                (pos if number == 1 else neg).append(leaf)
-            elif number < 0 and not is_discrete(dtype):
-                neg.append(M.mul(-number, leaf))
-            else:
-                pos.append(M.mul(number, leaf))
+            entries.append((not negative, leaf if size == 1 else M.mul(size, leaf), product))
         else:
-            pos.append(sym if leaf is None else M.mul(sym, leaf))
+            entries.append((True, sym if leaf is None else M.mul(sym, leaf), product))
     leaves = [v for v in order if v is not None]
-    if not pos and not neg:
+    # Matrix products last, outermost: ``(a*W - b*sign(W)) - c*dot(x, y)`` is one
+    # element-wise pass and a Gemm into its result, and ``a*W - c*dot(x, y)`` one
+    # in-place Gemm (the Gemm rewrites look at the outer add).
+    others = [e for e in entries if not e[2]]
+    products = [e for e in entries if e[2]]
+    new = _signed_sum(others) if others else None
+    for positive, expr, _ in products:
+        new = expr if new is None and positive else \
+            M.neg(expr) if new is None else M.add(new, expr) if positive else M.sub(new, expr)
+    if new is None:
         new = M.mul(np.asarray(0, dtype=dtype), leaves[0]) if leaves else \
             np.zeros((), dtype=dtype)
-    elif not pos:
-        new = M.neg(M.add(*neg) if len(neg) > 1 else neg[0])
-    else:
-        new = M.add(*pos) if len(pos) > 1 else pos[0]
-        if neg:
-            new = M.sub(new, M.add(*neg) if len(neg) > 1 else neg[0])
     from symgraph.tensor.basic import as_tensor_variable
 
     new = conform(as_tensor_variable(new), out, fill_from=leaves + list(node.inputs))
     return None if new is None else [new]
+
+
+def _signed_sum(entries):
+    """``sum(positives) - sum(negatives)`` for ``(positive?, expression)`` entries."""
+    from symgraph.ops import math as M
+
+    pos = [e for p, e, _ in entries if p]
+    neg = [e for p, e, _ in entries if not p]
+    if not pos:
+        return M.neg(M.add(*neg) if len(neg) > 1 else neg[0])
+    new = M.add(*pos) if len(pos) > 1 else pos[0]
+    if neg:
+        new = M.sub(new, M.add(*neg) if len(neg) > 1 else neg[0])
+    return new
 
 
 _canonicalize(local_collect_like_terms)

@@ -129,7 +129,15 @@ def local_fill_to_alloc(fgraph, node):
     if any(c != "output" and isinstance(c.op, Elemwise) for c, _ in clients):
         return None
     shape = shape_feature(fgraph).shape_of(out)
-    new = conform(alloc(node.inputs[1], *shape), out)
+    value = node.inputs[1]
+    pad = value.owner
+    if pad is not None and isinstance(pad.op, DimShuffle):
+        # Alloc aligns the value on the right: leading broadcast dims need no view.
+        order = tuple(pad.op.new_order)
+        lead = len(order) - pad.inputs[0].ndim
+        if order == ("x",) * lead + tuple(range(pad.inputs[0].ndim)):
+            value = pad.inputs[0]
+    new = conform(alloc(value, *shape), out)
     return None if new is None else [new]
 
 

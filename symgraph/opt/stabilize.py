@@ -122,6 +122,46 @@ def local_sigmoid(fgraph, node):
     return _replace(node, lambda v: M.sigmoid(_negated(v)), inner.inputs[0])
 
 
+@node_rewriter([sb.Mul, sb.TrueDiv])
+def local_exp_over_one_plus_exp(fgraph, node):
+    """``a * exp(x) / (1 + exp(x)) -> a * sigmoid(x)`` among the factors of a
+    product (the gradient of ``log(1 + exp(x))``: inf / inf, NaN, for large x),
+    and ``sigmoid(-x) * exp(x) -> sigmoid(x)`` (0 * inf, NaN, otherwise)."""
+    from symgraph.opt.canonicalize_algebra import _factors
+
+    out = node.outputs[0]
+    if not out.dtype.startswith("float"):
+        return None
+    num, den = [], []
+    _factors(fgraph, out, num, den, top=True)
+    # sigmoid(-x) * exp(x), what local_sigmoid makes of 1 / (1 + exp(x)) first.
+    for s_var in num:
+        sig = owner_if(s_var, sm.Sigmoid)
+        neg = owner_if(sig.inputs[0], sb.Neg) if sig is not None else None
+        exp = next((n for n in num if neg is not None and owner_if(n, sm.Exp) is not None
+                    and n.owner.inputs[0] is neg.inputs[0]), None)
+        if exp is not None:
+            num = [n for n in num if n is not s_var and n is not exp] + \
+                [M.sigmoid(neg.inputs[0])]
+            new = M.mul(*num) if len(num) > 1 else num[0]
+            if den:
+                new = M.true_div(new, M.mul(*den) if len(den) > 1 else den[0])
+            new = conform(new, out, fill_from=list(node.inputs))
+            return None if new is None else [new]
+    for d in den:
+        arg = _one_plus(d, 1)
+        if arg is not None and owner_if(arg, sm.Exp) is not None and \
+                any(n is arg for n in num):
+            num = [n for n in num if n is not arg] + [M.sigmoid(arg.owner.inputs[0])]
+            den = [e for e in den if e is not d]
+            new = M.mul(*num) if len(num) > 1 else num[0]
+            if den:
+                new = M.true_div(new, M.mul(*den) if len(den) > 1 else den[0])
+            new = conform(new, out, fill_from=list(node.inputs) + [d, arg])
+            return None if new is None else [new]
+    return None
+
+
 @node_rewriter([sb.Sub])
 def local_one_minus_sigmoid(fgraph, node):
     """``1 - sigmoid(x) -> sigmoid(-x)`` (no cancellation for large x)."""
@@ -137,6 +177,7 @@ _stabilize(local_expm1)
 _stabilize(local_log_sigmoid)
 _stabilize(local_sigmoid)
 _stabilize(local_one_minus_sigmoid)
+_stabilize(local_exp_over_one_plus_exp)
 
 
 # ---------------------------------------------------------------------------

@@ -276,3 +276,30 @@ def test_subtensor_chain_keeps_index_errors():
     f = symgraph.function([x], x[2:][3])
     with pytest.raises(IndexError):
         f(_mat(0, (4, 2)))
+
+
+def test_gradient_of_log_one_plus_exp_is_a_sigmoid():
+    x = T.dvector("x")
+    g = symgraph.grad(T.sum(T.log(1 + T.exp(x))), x)
+    f = symgraph.function([x], g)
+    assert count_op(f.maker.fgraph, sm.Sigmoid) == 1
+    vals = np.array([-800.0, -3.0, 0.0, 2.0, 800.0])
+    with np.errstate(over="ignore"):
+        np.testing.assert_allclose(f(vals), 1 / (1 + np.exp(-vals)), rtol=1e-14)
+
+
+def test_l1_and_l2_penalties_are_one_pass_and_a_gemm():
+    rng = np.random.default_rng(1)
+    x, d = T.dmatrices("x", "d")
+    W = symgraph.shared(rng.normal(size=(3, 4)), name="W")
+    upd = W - 0.1 * (T.dot(x.T, d) + 1e-4 * T.sgn(W) + 2e-4 * W)
+    f = symgraph.function([x, d], [], updates=[(W, upd)])
+    nodes = f.maker.fgraph.toposort()
+    (w_in,) = [v for v in f.maker.fgraph.inputs if v.name == "W"]
+    readers = [n for n in nodes if w_in in n.inputs]
+    assert len(readers) == 1 and any(isinstance(n.op, Gemm) for n in nodes), nodes
+    xv, dv, w0 = rng.normal(size=(5, 3)), rng.normal(size=(5, 4)), W.get_value()
+    f(xv, dv)
+    np.testing.assert_allclose(W.get_value(),
+                               w0 - 0.1 * (xv.T @ dv + 1e-4 * np.sign(w0) + 2e-4 * w0),
+                               rtol=1e-12)
