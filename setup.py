@@ -88,7 +88,7 @@ def support_extension():
 
 #: Suffixes of the files of ``c_src/`` that ship in the package: what kernels
 #: include and what symgraph compiles at run time.
-C_SOURCE_SUFFIXES = (".h", ".inc", ".c")
+C_SOURCE_SUFFIXES = (".h", ".inc", ".c", ".cu")
 
 
 def c_source_files():

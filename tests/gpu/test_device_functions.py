@@ -162,7 +162,7 @@ def test_gpu_array_type_checks_values():
         ensure_device()
         t = GpuArrayType("float32", shape=(None, 3))
         value = t.filter(np.ones((2, 3), "f"))           # copied to the device
-        assert type(value).__name__ == "EmulatedDeviceArray"
+        assert type(value).__name__ == "DeviceArray"
         with pytest.raises(TypeError, match="expected a device array"):
             t.filter(np.ones((2, 3), "f"), strict=True)
         with pytest.raises(TypeError, match="dimension 1 must have size 3"):

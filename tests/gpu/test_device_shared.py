@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph
+import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.compile.shared import GpuArraySharedVariable, TensorSharedVariable
 from symgraph.ops.transfer import GpuFromHost, HostFromGpu
@@ -21,7 +22,7 @@ def test_float_shared_variables_live_on_the_device_and_ints_on_the_host():
     value = w.get_value()
     assert type(value) is np.ndarray and value.shape == (3, 2)
     inner = w.get_value(borrow=True, return_internal_type=True)
-    assert type(inner).__name__ == "EmulatedDeviceArray"
+    assert type(inner).__name__ == "DeviceArray" and inner.shape == (3, 2)
     assert w.get_value(borrow=True, return_internal_type=True) is inner
     assert w.get_value(return_internal_type=True) is not inner      # a copy
     value[:] = 7                                                    # a copy too
@@ -52,7 +53,11 @@ def test_set_value_takes_host_or_device_arrays_and_checks_them():
         f = symgraph.function([], w * 2)
     w.set_value(np.arange(4, dtype="f"))
     np.testing.assert_allclose(f(), np.arange(4) * 2)
-    w.set_value(w.get_value(borrow=True, return_internal_type=True) + 1)
+    inner = w.get_value(borrow=True, return_internal_type=True)
+    w.set_value(inner)                                    # copied: inner is not w's
+    assert w.get_value(borrow=True, return_internal_type=True) is not inner
+    with symgraph.config.change_flags(**EMULATED):
+        w.set_value(symgraph.gpu.to_device(inner.get() + 1))
     np.testing.assert_allclose(f(), (np.arange(4) + 1) * 2)
     with pytest.raises(TypeError, match="wrong number of dimensions"):
         w.set_value(np.ones((2, 2), "f"))

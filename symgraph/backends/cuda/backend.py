@@ -2,8 +2,9 @@
 
 It claims the device nodes (``OnDevice``) and the transfers; everything else
 stays with the CPU backend.  With ``gpu.emulate`` its libraries are built by
-the host C++ compiler with the emulation header and its buffers are the
-emulated device's arrays; otherwise nvcc builds them for the GPU.
+the host C++ compiler with the emulation header; otherwise nvcc builds them for
+the GPU.  Either way its buffers are ``DeviceArray`` objects of the device
+memory library (``device_memory.py``), built the same two ways.
 """
 
 import functools
@@ -39,11 +40,11 @@ class CudaBackend(Backend):
 
     @property
     def allocator(self):
-        if _emulated():
-            from symgraph.backends.cuda.emulated_memory import EMULATED_ALLOCATOR
+        if not _emulated() and _device_count() == 0:
+            raise NoDeviceError(_no_device_message())
+        from symgraph.backends.cuda.device_memory import allocator
 
-            return EMULATED_ALLOCATOR
-        raise NoDeviceError(_no_device_message())
+        return allocator()
 
     def claims(self, node):
         return isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu))
@@ -138,21 +139,29 @@ def _headers_digest():
 
 
 def _register_arrays():
-    from symgraph.backends.cuda import emulated_memory
+    from symgraph.backends.cuda import device_memory
+    from symgraph.config import config
 
-    if _emulated():
-        register_device_array("cuda", [emulated_memory.EmulatedDeviceArray],
-                              emulated_memory.put, emulated_memory.get)
+    device = str(config.device)
+    context = device if device.startswith("cuda") else "cuda0"
+    emulated = _emulated()
+
+    def put(value, context_name):
+        # the device the functions were compiled for, whatever the flags say
+        # when they run
+        return device_memory.put(value, context_name, emulated)
+
+    register_device_array("cuda", [device_memory.device_array_class(context, emulated)],
+                          put, device_memory.get)
 
 
 def ensure_device():
-    """Make the device of the flags usable now: the emulated device's arrays
-    under gpu.emulate; a clear error when there is no GPU and no emulation."""
-    if _emulated():
-        _register_arrays()
-        return
-    if _device_count() == 0:
+    """Make the device of the flags usable now: its arrays registered (the
+    emulated device's under gpu.emulate); a clear error when there is no GPU
+    and no emulation."""
+    if not _emulated() and _device_count() == 0:
         raise NoDeviceError(_no_device_message())
+    _register_arrays()
 
 
 #: The CUDA backend (registered on import).

@@ -79,14 +79,21 @@ def _cxx():
     raise CudaCompileError("no C++ compiler for the emulated device (set the flag cxx)")
 
 
-def build_emulated(source, out_path, what="CUDA kernels"):
+def _includes(include_dirs):
+    flags = []
+    for directory in include_dirs:
+        flags += ["-I", directory]
+    return flags
+
+
+def build_emulated(source, out_path, what="CUDA kernels", include_dirs=()):
     """Compile CUDA ``source`` for the CPU (the emulated device) into ``out_path``."""
     out_path = Path(out_path)
     src = out_path.with_suffix(".cu")
     src.write_text(source)
     command = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
                "-DSG_CUDA_EMULATED", "-include", emulation_header(), "-I", C_SRC,
-               "-x", "c++", src, "-o", out_path]
+               *_includes(include_dirs), "-x", "c++", src, "-o", out_path]
     _run(command, what, src)
 
 
@@ -111,14 +118,20 @@ def _nvcc_flags():
     return str(config.nvcc.flags).split()
 
 
-def build_nvcc(source, out_path, what="CUDA kernels"):
-    """Compile CUDA ``source`` with nvcc into the shared library ``out_path``."""
+def build_nvcc(source, out_path, what="CUDA kernels", include_dirs=()):
+    """Compile CUDA ``source`` with nvcc into the shared library ``out_path``.
+
+    Every library links the shared CUDA runtime (found through an rpath to
+    the toolkit), so the kernels' libraries and the memory library share one
+    runtime, its device selection and its error state."""
     out_path = Path(out_path)
     src = out_path.with_suffix(".cu")
     src.write_text(source)
+    lib_dir = cuda_root() / "lib64"
     command = [_nvcc_or_fail(), "-shared", "-Xcompiler", "-fPIC", "-O3", "-Werror",
-               "all-warnings", "-I", C_SRC, *_gencode(), *_nvcc_flags(), "-x", "cu", src,
-               "-o", out_path]
+               "all-warnings", "-cudart", "shared", "-Xlinker", f"-rpath={lib_dir}",
+               "-I", C_SRC, *_includes(include_dirs), *_gencode(), *_nvcc_flags(), "-x", "cu",
+               src, "-o", out_path]
     _run(command, what, src)
 
 

@@ -1,0 +1,487 @@
+/* Device memory: the DeviceArray type, a caching allocator, and the runtime's
+ * sg_allocator for them (c_src/sg_allocator.h).
+ *
+ * One source for both devices.  nvcc builds it against the CUDA runtime for a
+ * GPU; under gpu.emulate the host C++ compiler builds it with sg_cuda_emu.h
+ * included first, where cudaMalloc is malloc and cudaMemcpy memcpy, so the
+ * emulated device runs this very allocator, its cache and its copies.
+ *
+ * A DeviceArray describes device memory (pointer, dtype, shape, byte strides)
+ * and either owns a block of the cache or keeps its base array alive (a
+ * view).  Its data never reaches NumPy directly: get() and __array__ copy to
+ * a new host array, so no host code ever dereferences a device pointer.
+ *
+ * The cache keeps freed blocks and hands them out again (best fit within
+ * twice the request), so a training loop stops calling cudaMalloc after its
+ * first step; when cudaMalloc fails, the cache is released and the call
+ * retried once before the MemoryError.  The GIL is held by every caller
+ * (the runtime's allocator calls and Python), which serializes the cache.
+ *
+ * Loaded with ctypes.PyDLL (no extension module): sg_cuda_memory_init selects
+ * the device, imports NumPy's C API and makes the type.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sg_kernel.h"
+#include "sg_allocator.h"
+#include "cuda/sg_cuda_launch.h"
+#include "cuda/copy.inc"
+
+#define SG_EXPORT extern "C" __attribute__((visibility("default")))
+
+#if NPY_ABI_VERSION >= 0x02000000
+#define SG_DESCR_ELSIZE(d) PyDataType_ELSIZE(d)
+#else
+#define SG_DESCR_ELSIZE(d) ((d)->elsize)
+#endif
+
+/* -- the cache ------------------------------------------------------------------------ */
+
+typedef struct sg_block {
+    void *ptr;
+    size_t size;
+    struct sg_block *next;
+} sg_block;
+
+static sg_block *cache_free;       /* blocks returned, ready for reuse */
+static size_t bytes_in_use, bytes_cached;
+static long long device_mallocs, device_frees;
+static int device_index = -1;
+
+static size_t round_up(size_t n) { return n == 0 ? 512 : (n + 511) / 512 * 512; }
+
+static void release_cache(void) {
+    while (cache_free != NULL) {
+        sg_block *b = cache_free;
+        cache_free = b->next;
+        cudaFree(b->ptr);
+        device_frees++;
+        bytes_cached -= b->size;
+        free(b);
+    }
+}
+
+/* A block of at least n bytes (*got: its size), or NULL with a MemoryError set. */
+static void *cache_alloc(size_t n, size_t *got) {
+    const size_t want = round_up(n);
+    sg_block **best = NULL;
+    for (sg_block **p = &cache_free; *p != NULL; p = &(*p)->next)
+        if ((*p)->size >= want && (*p)->size <= 2 * want &&
+            (best == NULL || (*p)->size < (*best)->size))
+            best = p;
+    if (best != NULL) {
+        sg_block *b = *best;
+        void *ptr = b->ptr;
+        *got = b->size;
+        *best = b->next;
+        bytes_cached -= b->size;
+        bytes_in_use += b->size;
+        free(b);
+        return ptr;
+    }
+    void *ptr = NULL;
+    cudaError_t rc = cudaMalloc(&ptr, want);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();            /* clear it: the device stays usable */
+        release_cache();
+        rc = cudaMalloc(&ptr, want);
+    }
+    if (rc != cudaSuccess || ptr == NULL) {
+        cudaGetLastError();
+        PyErr_Format(PyExc_MemoryError,
+                     "out of device memory: %zu bytes requested, %zu bytes in use by symgraph "
+                     "(%s)", want, bytes_in_use, cudaGetErrorString(rc));
+        return NULL;
+    }
+    device_mallocs++;
+    bytes_in_use += want;
+    *got = want;
+    return ptr;
+}
+
+static void cache_release(void *ptr, size_t size) {
+    sg_block *b = (sg_block *)malloc(sizeof *b);
+    bytes_in_use -= size;
+    if (b == NULL) {                   /* no host memory to remember it: give it back */
+        cudaFree(ptr);
+        device_frees++;
+        return;
+    }
+    b->ptr = ptr;
+    b->size = size;
+    b->next = cache_free;
+    cache_free = b;
+    bytes_cached += size;
+}
+
+/* -- DeviceArray ---------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int ndim, typenum;
+    int64_t shape[SG_MAXDIMS], strides[SG_MAXDIMS];
+    PyObject *base;                    /* the array owning the memory; NULL: this one */
+    void *block;
+    size_t block_size;
+} DevArray;
+
+static PyTypeObject *dev_type;
+
+static int64_t dev_itemsize(int typenum) {
+    PyArray_Descr *d = PyArray_DescrFromType(typenum);
+    if (d == NULL) return -1;
+    const int64_t size = (int64_t)SG_DESCR_ELSIZE(d);
+    Py_DECREF(d);
+    return size;
+}
+
+static int64_t dev_size(const DevArray *a) {
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+    return n;
+}
+
+static int dev_contiguous(const DevArray *a, int64_t item) {
+    int64_t expect = item;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != expect) return 0;
+        expect *= a->shape[d];
+    }
+    return 1;
+}
+
+static DevArray *dev_alloc(int typenum, int ndim, const int64_t *shape) {
+    if (ndim < 0 || ndim > SG_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "a device array has at most %d dimensions, not %d",
+                     SG_MAXDIMS, ndim);
+        return NULL;
+    }
+    const int64_t item = dev_itemsize(typenum);
+    if (item < 0) return NULL;
+    DevArray *a = (DevArray *)dev_type->tp_alloc(dev_type, 0);
+    if (a == NULL) return NULL;
+    a->ndim = ndim;
+    a->typenum = typenum;
+    int64_t n = item;
+    for (int d = ndim - 1; d >= 0; d--) {
+        a->shape[d] = shape[d];
+        a->strides[d] = n;
+        n *= shape[d] > 0 ? shape[d] : 1;
+    }
+    int64_t total = item;
+    for (int d = 0; d < ndim; d++) total *= shape[d];
+    a->block = cache_alloc((size_t)total, &a->block_size);
+    if (a->block == NULL) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    a->data = (char *)a->block;
+    return a;
+}
+
+static void dev_dealloc(PyObject *self) {
+    DevArray *a = (DevArray *)self;
+    if (a->base != NULL) Py_DECREF(a->base);
+    else if (a->block != NULL) cache_release(a->block, a->block_size);
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* A new host ndarray holding a copy of the device array's elements. */
+static PyObject *dev_to_host(DevArray *a) {
+    npy_intp dims[SG_MAXDIMS];
+    for (int d = 0; d < a->ndim; d++) dims[d] = (npy_intp)a->shape[d];
+    PyArrayObject *host = (PyArrayObject *)PyArray_SimpleNew(a->ndim, dims, a->typenum);
+    if (host == NULL) return NULL;
+    const int64_t item = dev_itemsize(a->typenum), n = dev_size(a);
+    if (n == 0) return (PyObject *)host;
+    const char *src = a->data;
+    void *tmp = NULL;
+    size_t tmp_size = 0;
+    if (!dev_contiguous(a, item)) {
+        /* gather on the device first: one copy back instead of one per element */
+        tmp = cache_alloc((size_t)(n * item), &tmp_size);
+        if (tmp == NULL) { Py_DECREF(host); return NULL; }
+        sg_array s, t;
+        s.data = a->data; s.ndim = a->ndim;
+        memcpy(s.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+        memcpy(s.strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
+        t = s;
+        t.data = (char *)tmp;
+        sg_error err;
+        err.kind = 0;
+        if (sg_cu_copy_flat(&t, &s, item, &err)) {
+            cache_release(tmp, tmp_size);
+            Py_DECREF(host);
+            PyErr_SetString(PyExc_RuntimeError, err.msg);
+            return NULL;
+        }
+        src = (const char *)tmp;
+    }
+    cudaError_t rc = cudaMemcpy(PyArray_DATA(host), src, (size_t)(n * item),
+                                cudaMemcpyDeviceToHost);
+    if (tmp != NULL) cache_release(tmp, tmp_size);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        Py_DECREF(host);
+        PyErr_Format(PyExc_RuntimeError, "copying a device array to the host failed: %s",
+                     cudaGetErrorString(rc));
+        return NULL;
+    }
+    return (PyObject *)host;
+}
+
+static PyObject *dev_get(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return dev_to_host((DevArray *)self);
+}
+
+static PyObject *dev_array(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *dtype = Py_None, *copy = Py_None;
+    static const char *names[] = {"dtype", "copy", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", (char **)names, &dtype, &copy))
+        return NULL;
+    PyObject *host = dev_to_host((DevArray *)self);
+    if (host == NULL || dtype == Py_None) return host;
+    PyObject *cast = PyObject_CallMethod(host, "astype", "O", dtype);
+    Py_DECREF(host);
+    return cast;
+}
+
+static PyObject *dev_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    /* pickled as its host copy, put back on the same kind of device (a GPU or
+     * the emulated one) when loaded */
+    PyObject *module = PyImport_ImportModule("symgraph.backends.cuda.device_memory");
+    if (module == NULL) return NULL;
+    PyObject *rebuild = PyObject_GetAttrString(module, "from_host");
+    Py_DECREF(module);
+    if (rebuild == NULL) return NULL;
+    PyObject *host = dev_to_host((DevArray *)self);
+    if (host == NULL) { Py_DECREF(rebuild); return NULL; }
+#ifdef SG_CUDA_EMULATED
+    PyObject *emulated = Py_True;
+#else
+    PyObject *emulated = Py_False;
+#endif
+    return Py_BuildValue("(N(NO))", rebuild, host, emulated);
+}
+
+static PyObject *dev_repr(PyObject *self) {
+    PyObject *host = dev_to_host((DevArray *)self);
+    if (host == NULL) return NULL;
+    PyObject *text = PyUnicode_FromFormat("DeviceArray(%R)", host);
+    Py_DECREF(host);
+    return text;
+}
+
+static PyObject *dev_tuple(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int d = 0; t != NULL && d < n; d++) PyTuple_SET_ITEM(t, d, PyLong_FromLongLong(v[d]));
+    return t;
+}
+
+static PyObject *dev_shape(PyObject *self, void *c) {
+    (void)c;
+    return dev_tuple(((DevArray *)self)->shape, ((DevArray *)self)->ndim);
+}
+static PyObject *dev_strides(PyObject *self, void *c) {
+    (void)c;
+    return dev_tuple(((DevArray *)self)->strides, ((DevArray *)self)->ndim);
+}
+static PyObject *dev_ndim(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLong(((DevArray *)self)->ndim);
+}
+static PyObject *dev_dtype(PyObject *self, void *c) {
+    (void)c;
+    return (PyObject *)PyArray_DescrFromType(((DevArray *)self)->typenum);
+}
+static PyObject *dev_size_get(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLongLong(dev_size((DevArray *)self));
+}
+static PyObject *dev_nbytes(PyObject *self, void *c) {
+    (void)c;
+    const DevArray *a = (DevArray *)self;
+    return PyLong_FromLongLong(dev_size(a) * dev_itemsize(a->typenum));
+}
+static PyObject *dev_ptr(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromVoidPtr(((DevArray *)self)->data);
+}
+static PyObject *dev_base(PyObject *self, void *c) {
+    (void)c;
+    PyObject *base = ((DevArray *)self)->base;
+    if (base == NULL) base = Py_None;
+    Py_INCREF(base);
+    return base;
+}
+
+static PyGetSetDef dev_getset[] = {
+    {"shape", dev_shape, NULL, "The shape (a tuple of ints).", NULL},
+    {"strides", dev_strides, NULL, "The strides in bytes (a tuple of ints).", NULL},
+    {"ndim", dev_ndim, NULL, "The number of dimensions.", NULL},
+    {"dtype", dev_dtype, NULL, "The element type (a numpy.dtype).", NULL},
+    {"size", dev_size_get, NULL, "The number of elements.", NULL},
+    {"nbytes", dev_nbytes, NULL, "The bytes the elements take.", NULL},
+    {"ptr", dev_ptr, NULL, "The device address of the first element (an int).", NULL},
+    {"base", dev_base, NULL, "The array whose memory this one views, or None.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef dev_methods[] = {
+    {"get", dev_get, METH_NOARGS, "A host copy: a new numpy.ndarray."},
+    {"__array__", (PyCFunction)(void (*)(void))dev_array, METH_VARARGS | METH_KEYWORDS,
+     "numpy.asarray(device_array): a host copy."},
+    {"__reduce__", dev_reduce, METH_NOARGS, "Pickled as its host copy."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot dev_slots[] = {
+    {Py_tp_dealloc, (void *)dev_dealloc},
+    {Py_tp_repr, (void *)dev_repr},
+    {Py_tp_getset, (void *)dev_getset},
+    {Py_tp_methods, (void *)dev_methods},
+    {Py_tp_doc, (void *)"An array in device memory (symgraph's CUDA backend). Its elements "
+                        "reach the host only through get() or numpy.asarray, which copy."},
+    {0, NULL},
+};
+
+static PyType_Spec dev_spec = {
+    "symgraph.gpu.DeviceArray", sizeof(DevArray), 0, Py_TPFLAGS_DEFAULT, dev_slots,
+};
+
+/* -- the runtime's allocator ---------------------------------------------------------- */
+
+static PyObject *mem_empty(void *ctx, int typenum, int ndim, const int64_t *shape) {
+    (void)ctx;
+    return (PyObject *)dev_alloc(typenum, ndim, shape);
+}
+
+static int mem_describe(void *ctx, PyObject *v, sg_array *d) {
+    (void)ctx;
+    if (Py_TYPE(v) != dev_type) return 0;
+    const DevArray *a = (DevArray *)v;
+    d->data = a->data;
+    d->ndim = a->ndim;
+    memcpy(d->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    memcpy(d->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
+    return 1;
+}
+
+static int mem_fits(void *ctx, PyObject *old, int typenum, int ndim, const int64_t *shape) {
+    (void)ctx;
+    if (Py_TYPE(old) != dev_type) return 0;
+    const DevArray *a = (DevArray *)old;
+    if (a->typenum != typenum || a->ndim != ndim || a->base != NULL ||
+        !dev_contiguous(a, dev_itemsize(typenum)))
+        return 0;
+    for (int d = 0; d < ndim; d++)
+        if (a->shape[d] != shape[d]) return 0;
+    return 1;
+}
+
+static PyObject *mem_view(void *ctx, PyObject *base, const sg_array *d, int typenum) {
+    (void)ctx;
+    if (Py_TYPE(base) != dev_type) {
+        PyErr_SetString(PyExc_TypeError, "a device view's base is not a device array");
+        return NULL;
+    }
+    DevArray *v = (DevArray *)dev_type->tp_alloc(dev_type, 0);
+    if (v == NULL) return NULL;
+    v->data = d->data;
+    v->ndim = d->ndim;
+    v->typenum = typenum;
+    memcpy(v->shape, d->shape, sizeof(int64_t) * (size_t)d->ndim);
+    memcpy(v->strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
+    Py_INCREF(base);
+    v->base = base;
+    return (PyObject *)v;
+}
+
+extern "C" {
+__attribute__((visibility("default"))) sg_allocator sg_cuda_allocator = {
+    SG_ALLOCATOR_ABI, "cuda", NULL, mem_empty, mem_describe, mem_fits, mem_view,
+};
+}
+
+/* -- what Python calls ---------------------------------------------------------------- */
+
+/* Select the device and make the type; the type (a new reference), or NULL
+ * with a Python error set.  One device per process. */
+SG_EXPORT PyObject *sg_cuda_memory_init(int device) {
+    if (PyArray_API == NULL) {
+        import_array1(NULL);
+    }
+    if (device_index >= 0 && device != device_index) {
+        PyErr_Format(PyExc_ValueError, "this process uses cuda%d already; one device per "
+                     "process is supported (asked for cuda%d)", device_index, device);
+        return NULL;
+    }
+    if (device_index < 0) {
+        cudaError_t rc = cudaSetDevice(device);
+        if (rc != cudaSuccess) {
+            cudaGetLastError();
+            PyErr_Format(PyExc_RuntimeError, "cannot use CUDA device %d: %s", device,
+                         cudaGetErrorString(rc));
+            return NULL;
+        }
+        device_index = device;
+    }
+    if (dev_type == NULL) {
+        dev_type = (PyTypeObject *)PyType_FromSpec(&dev_spec);
+        if (dev_type == NULL) return NULL;
+    }
+    Py_INCREF(dev_type);
+    return (PyObject *)dev_type;
+}
+
+/* A device copy of the C-contiguous, aligned ndarray `host`. */
+SG_EXPORT PyObject *sg_cuda_put(PyObject *host) {
+    if (!PyArray_Check(host) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)host) ||
+        !PyArray_ISALIGNED((PyArrayObject *)host)) {
+        PyErr_SetString(PyExc_TypeError, "sg_cuda_put wants a C-contiguous aligned ndarray");
+        return NULL;
+    }
+    PyArrayObject *h = (PyArrayObject *)host;
+    int64_t shape[SG_MAXDIMS];
+    for (int d = 0; d < PyArray_NDIM(h); d++) shape[d] = PyArray_DIMS(h)[d];
+    DevArray *a = dev_alloc(PyArray_TYPE(h), PyArray_NDIM(h), shape);
+    if (a == NULL) return NULL;
+    const size_t n = (size_t)PyArray_NBYTES(h);
+    if (n > 0) {
+        cudaError_t rc = cudaMemcpy(a->data, PyArray_DATA(h), n, cudaMemcpyHostToDevice);
+        if (rc != cudaSuccess) {
+            cudaGetLastError();
+            Py_DECREF(a);
+            PyErr_Format(PyExc_RuntimeError, "copying %zu bytes to the device failed: %s", n,
+                         cudaGetErrorString(rc));
+            return NULL;
+        }
+    }
+    return (PyObject *)a;
+}
+
+/* The cache's counters: a dict. */
+SG_EXPORT PyObject *sg_cuda_memory_stats(void) {
+    return Py_BuildValue("{s:n,s:n,s:L,s:L}", "bytes_in_use", (Py_ssize_t)bytes_in_use,
+                         "bytes_cached", (Py_ssize_t)bytes_cached, "device_mallocs",
+                         device_mallocs, "device_frees", device_frees);
+}
+
+/* Give the cached blocks back to the device. */
+SG_EXPORT void sg_cuda_empty_cache(void) { release_cache(); }
+
+#ifdef SG_CUDA_EMULATED
+/* The emulated device grants no allocation above `bytes` (0: no limit): how
+ * tests reach the out-of-memory path. */
+SG_EXPORT void sg_cuda_emu_set_max_allocation(size_t bytes) { cuda_emu::max_allocation = bytes; }
+#endif

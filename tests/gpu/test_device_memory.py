@@ -1,0 +1,96 @@
+"""Device memory on the emulated device: DeviceArray, its copies, the caching
+allocator (a training loop stops allocating after its first step), and an
+out-of-memory that names the node and leaves the device usable.  The same
+library runs on a GPU (built by nvcc instead of the host compiler)."""
+
+import ctypes
+import pickle
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.gpu
+import symgraph.tensor as T
+from symgraph.backends.cuda import device_memory
+
+EMULATED = {"device": "cuda", "gpu.emulate": True}
+
+
+@pytest.fixture
+def emulated():
+    with symgraph.config.change_flags(**EMULATED):
+        yield
+
+
+def test_device_array_copies_describes_and_pickles(emulated):
+    host = np.arange(12, dtype="f").reshape(3, 4)
+    a = device_memory.put(host)
+    assert type(a).__name__ == "DeviceArray"
+    assert (a.shape, a.strides, a.dtype, a.ndim, a.size, a.nbytes) == \
+        ((3, 4), (16, 4), np.dtype("f"), 2, 12, 48)
+    assert a.base is None and isinstance(a.ptr, int)
+    got = a.get()
+    assert type(got) is np.ndarray and (got == host).all()
+    got[:] = 0                                        # a copy: the device keeps its data
+    assert (np.asarray(a) == host).all()
+    assert np.asarray(a, dtype="f8").dtype == np.float64
+    assert repr(a).startswith("DeviceArray(array([[ 0.,  1.")
+    back = pickle.loads(pickle.dumps(a))
+    assert type(back) is type(a) and back.ptr != a.ptr and (back.get() == host).all()
+    empty = device_memory.put(np.zeros((0, 5), "i8"))
+    assert empty.shape == (0, 5) and empty.get().shape == (0, 5)
+
+
+def test_the_cache_reuses_blocks_across_calls(emulated):
+    w = symgraph.shared(np.ones((64, 32), "f"), name="w")
+    x = T.fmatrix("x")
+    cost = T.sum(T.tanh(T.dot(x, w)) ** 2)
+    f = symgraph.function([x], cost, updates=[(w, w - 0.01 * T.grad(cost, w))])
+    data = np.random.default_rng(0).standard_normal((16, 64)).astype("f")
+    f(data)
+    f(data)
+    before = device_memory.memory_stats()
+    for _ in range(5):
+        f(data)
+    after = device_memory.memory_stats()
+    assert after["device_mallocs"] == before["device_mallocs"]     # all from the cache
+    assert after["bytes_in_use"] <= before["bytes_in_use"] + 512
+    symgraph.gpu.empty_cache()
+    assert symgraph.gpu.memory_stats()["bytes_cached"] == 0
+    w.set_value(symgraph.gpu.to_device(np.zeros((64, 32), "f")))
+    assert (w.get_value() == 0).all()
+    f(data)                                                        # and it still runs
+
+
+def _limit(nbytes):
+    lib = device_memory._library(True)
+    fn = lib.sg_cuda_emu_set_max_allocation
+    fn.argtypes, fn.restype = (ctypes.c_size_t,), None
+    fn(nbytes)
+
+
+def test_out_of_memory_names_the_node_and_the_device_stays_usable(emulated):
+    x = T.fmatrix("x")
+    f = symgraph.function([x], T.exp(x) * 2)
+    small, big = np.ones((2, 2), "f"), np.ones((1000, 1000), "f")
+    np.testing.assert_allclose(f(small), np.exp(small) * 2, rtol=1e-6)
+    _limit(1 << 16)
+    try:
+        with pytest.raises(MemoryError, match="out of device memory: 4000256 bytes") as info:
+            f(big)
+        assert "GpuFromHost" in str(info.value) or "Gpu" in str(info.value)
+        np.testing.assert_allclose(f(small), np.exp(small) * 2, rtol=1e-6)
+    finally:
+        _limit(0)
+    np.testing.assert_allclose(f(big), np.exp(big) * 2, rtol=1e-6)
+
+
+def test_the_gpu_build_of_the_memory_library_compiles_and_links():
+    # the library a GPU loads: nvcc, the shared CUDA runtime, warnings as errors
+    from symgraph.backends.cuda.compiler import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("no CUDA toolkit here: nothing to build the GPU library with")
+    lib = device_memory._library(False)
+    assert ctypes.c_char.in_dll(lib, "sg_cuda_allocator") is not None
