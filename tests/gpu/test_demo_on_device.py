@@ -8,6 +8,7 @@ import numpy as np
 
 import symgraph
 from symgraph.gpu import placement_report
+from tests.gpu.device_flags import DEVICE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import demo  # noqa: E402
@@ -25,7 +26,7 @@ def _losses(flags):
 
 def test_the_demo_trains_on_the_device_as_on_the_cpu():
     cpu, _, cpu_pred = _losses({"device": "cpu"})
-    dev, train, dev_pred = _losses({"device": "cuda", "gpu.emulate": True})
+    dev, train, dev_pred = _losses(DEVICE)
     np.testing.assert_allclose(dev, cpu, rtol=1e-4)
     assert dev[-1] < dev[0]
     assert (dev_pred == cpu_pred).mean() > 0.95

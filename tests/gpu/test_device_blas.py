@@ -8,8 +8,8 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def _device_ops(f):
 def test_every_dot_form(rng, dtype):
     x, y = T.matrix("x", dtype=dtype), T.matrix("y", dtype=dtype)
     v = T.vector("v", dtype=dtype)
-    with symgraph.config.change_flags(**EMULATED, warn_float64="ignore"):
+    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
         f = symgraph.function([x, y, v], [T.dot(x, y), T.dot(x, v), T.dot(v, y),
                                           T.dot(v, v), T.dot(x.T, x)])
     assert "Dot" in _device_ops(f) and f.native.python_nodes == []
@@ -40,7 +40,7 @@ def test_every_dot_form(rng, dtype):
 
 def test_misaligned_shapes_are_a_value_error(rng):
     x, y = T.fmatrices("x", "y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], T.dot(x, y))
     with pytest.raises(ValueError, match="not aligned"):
         f(np.ones((3, 4), "f"), np.ones((5, 2), "f"))
@@ -50,7 +50,7 @@ def test_blas_updates_from_the_rewrites(rng):
     x, y, z = T.fmatrices("x", "y", "z")
     u, w = T.fvectors("u", "w")
     outs = [z * 0.5 + 2 * T.dot(x, y), u * 0.5 + T.dot(x, w), z + 3 * T.outer(u, w[:3])]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y, z, u, w], outs)
     a, b = rng.random((6, 4)).astype("f"), rng.random((4, 3)).astype("f")
     c, d, e = rng.random((6, 3)).astype("f"), rng.random(6).astype("f"), rng.random(4).astype("f")
@@ -76,7 +76,7 @@ def _mlp(rng, device_flags):
 def test_an_mlp_trains_on_the_device_as_on_the_cpu():
     data = np.random.default_rng(3).standard_normal((32, 10)).astype("f")
     labels = (data[:, 0] > 0).astype("int32") + (data[:, 1] > 0.5).astype("int32")
-    dev_step, dW1, dW2 = _mlp(np.random.default_rng(1), EMULATED)
+    dev_step, dW1, dW2 = _mlp(np.random.default_rng(1), DEVICE)
     cpu_step, cW1, cW2 = _mlp(np.random.default_rng(1), {"device": "cpu"})
     assert "Dot" in _device_ops(dev_step) or "Gemm" in _device_ops(dev_step)
     dev = [float(dev_step(data, labels)) for _ in range(5)]
@@ -93,7 +93,7 @@ def test_batched_dot_forms(rng, xs, ys):
 
     x = T.tensor(dtype="float32", shape=(1 if xs[0] == 1 else None,) + (None,) * (len(xs) - 1))
     y = T.tensor(dtype="float32", shape=(None,) * len(ys))
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], BatchedDot()(x, y))
     assert "BatchedDot" in _device_ops(f)
     a, b = rng.random(xs).astype("f"), rng.random(ys).astype("f")

@@ -9,8 +9,8 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
 from symgraph.tensor import nnet
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _device_ops(f):
@@ -20,7 +20,7 @@ def _device_ops(f):
 
 def _both(inputs, outputs, dtype="float32"):
     """The function on the emulated device and on the CPU."""
-    with symgraph.config.change_flags(**EMULATED, warn_float64="ignore"):
+    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
         dev = symgraph.function(inputs, outputs)
     return dev, symgraph.function(inputs, outputs)
 

@@ -16,8 +16,8 @@ from symgraph.ops.device_op import OnDevice
 from symgraph.ops.transfer import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from symgraph.opt.gpu_placement import CpuOpWarning
 from symgraph.tensor.gpu_type import GpuArrayType
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _ops(f, cls):
@@ -33,7 +33,7 @@ def rng():
 def test_elementwise_graph_runs_on_the_device_and_matches_numpy(rng, dtype):
     x = T.matrix("x", dtype=dtype)
     y = T.row("y", dtype=dtype)
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], [x * y + x, (x - y) * 3])
     a = (rng.random((37, 5)) * 10).astype(dtype)
     b = (rng.random((1, 5)) * 10).astype(dtype)
@@ -47,7 +47,7 @@ def test_elementwise_graph_runs_on_the_device_and_matches_numpy(rng, dtype):
 
 def test_fused_composite_moves_as_one_kernel_with_transfers_only_at_the_edges(rng):
     x, y = T.fvectors("x", "y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], T.exp(x) * 2 + T.tanh(y) - x)
     device = _ops(f, OnDevice)
     assert len(device) == 1 and "Composite" in str(device[0].op)
@@ -59,7 +59,7 @@ def test_fused_composite_moves_as_one_kernel_with_transfers_only_at_the_edges(rn
 def test_strided_and_broadcast_inputs(rng):
     x = T.fmatrix("x")
     y = T.fcol("y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], T.sqrt(x) + y)
     a = rng.random((9, 14)).astype("f")[:, ::3]     # strided host input
     b = rng.random((9, 1)).astype("f")
@@ -74,7 +74,7 @@ def test_gradients_match_the_cpu(rng):
     cost = T.sum(T.exp(x * w) + w * w)
     updates = [(w, w - 0.1 * T.grad(cost, w))]
     a = rng.random(6).astype("f")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f_dev = symgraph.function([x], cost, updates=updates)
         dev = [f_dev(a) for _ in range(3)]
         w_dev = w.get_value()
@@ -83,7 +83,7 @@ def test_gradients_match_the_cpu(rng):
     cost2 = T.sum(T.exp(x * w2) + w2 * w2)
     f_cpu = symgraph.function([x], cost2, updates=[(w2, w2 - 0.1 * T.grad(cost2, w2))])
     w.set_value(np.full(6, 0.5, "f"))
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         dev = [f_dev(a) for _ in range(3)]
     cpu = [f_cpu(a) for _ in range(3)]
     np.testing.assert_allclose(dev, cpu, rtol=1e-5)
@@ -93,7 +93,7 @@ def test_gradients_match_the_cpu(rng):
 
 def test_a_shape_mismatch_on_the_device_is_a_value_error(rng):
     x, y = T.fvectors("x", "y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], x * y)
     with pytest.raises(ValueError, match="device element-wise"):
         f(np.ones(3, "f"), np.ones(4, "f"))
@@ -102,7 +102,7 @@ def test_a_shape_mismatch_on_the_device_is_a_value_error(rng):
 def test_nodes_left_on_the_cpu_are_reported_with_their_reason():
     x = T.fmatrix("x")
     out = T.sort(T.exp(x), axis=1)
-    with symgraph.config.change_flags(**EMULATED, assert_no_cpu_op="warn"):
+    with symgraph.config.change_flags(**DEVICE, assert_no_cpu_op="warn"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             f = symgraph.function([x], out)
@@ -113,7 +113,7 @@ def test_nodes_left_on_the_cpu_are_reported_with_their_reason():
                for node, reason in report.cpu_nodes), report
     assert report.device_nodes and report.transfers
     assert "on the CPU" in str(report)
-    with symgraph.config.change_flags(**EMULATED, assert_no_cpu_op="raise"):
+    with symgraph.config.change_flags(**DEVICE, assert_no_cpu_op="raise"):
         with pytest.raises(AssertionError, match="stay on the CPU"):
             symgraph.function([x], out)
 
@@ -122,7 +122,7 @@ def test_float64_on_the_device_follows_warn_float64():
     # (with warn_float64=raise no float64 variable can be made at all)
     x = T.dvector("x")
     out = T.exp(x)
-    with symgraph.config.change_flags(**EMULATED, warn_float64="warn"):
+    with symgraph.config.change_flags(**DEVICE, warn_float64="warn"):
         with pytest.warns(UserWarning, match="float64 on the GPU"):
             f = symgraph.function([x], out)
     np.testing.assert_allclose(f(np.arange(3.0)), np.exp(np.arange(3.0)))
@@ -141,7 +141,7 @@ def test_device_cuda_without_a_gpu_or_emulation_is_a_clear_error():
 
 def test_transfer_ops_and_their_gradients(rng):
     x = T.fvector("x")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         d = gpu_from_host(x)
         assert isinstance(d.type, GpuArrayType) and d.type.context_name == "cuda0"
         back = host_from_gpu(d)
@@ -158,7 +158,7 @@ def test_transfer_ops_and_their_gradients(rng):
 def test_gpu_array_type_checks_values():
     from symgraph.backends.cuda.backend import ensure_device
 
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         ensure_device()
         t = GpuArrayType("float32", shape=(None, 3))
         value = t.filter(np.ones((2, 3), "f"))           # copied to the device
@@ -175,7 +175,7 @@ def test_gpu_array_type_checks_values():
 def test_generated_cuda_is_valid_for_nvcc(rng, tmp_path):
     x = T.fmatrix("x")
     y = T.frow("y")
-    with symgraph.config.change_flags(**EMULATED, **{"gpu.cross_compile": True},
+    with symgraph.config.change_flags(**DEVICE, **{"gpu.cross_compile": True},
                                       compiledir=str(tmp_path / "cache")):
         f = symgraph.function([x, y], T.tanh(x) * y - T.log(x + 2))
         a, b = rng.random((4, 3)).astype("f"), rng.random((1, 3)).astype("f")
@@ -187,7 +187,7 @@ def test_generated_cuda_is_valid_for_nvcc(rng, tmp_path):
 def test_basic_indexing_is_a_device_view_with_host_index_values(rng):
     x = T.fmatrix("x")
     i = T.iscalar("i")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, i], [T.exp(x[i:, 1]), x[::2, ::-1] * 2, x[-1]])
     views = [n for n in _ops(f, OnDevice) if "Subtensor" in str(n.op)]
     assert views and all(n.op.host_inputs == tuple(range(1, len(n.inputs))) for n in views)
@@ -197,7 +197,7 @@ def test_basic_indexing_is_a_device_view_with_host_index_values(rng):
     np.testing.assert_allclose(got[0], np.exp(a[2:, 1]), rtol=1e-6)
     np.testing.assert_allclose(got[1], a[::2, ::-1] * 2)
     np.testing.assert_allclose(got[2], a[-1])
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         g = symgraph.function([x, i], x[i] + 1)
     with pytest.raises(IndexError):
         g(a, 9)
@@ -207,7 +207,7 @@ def test_float16_storage_with_float32_arithmetic_matches_the_cpu_bit_for_bit(rng
     x = T.vector("x", dtype="float16")
     y = T.vector("y", dtype="float16")
     outs = [T.exp(x) * y + x, (x + y) * 3, T.cast(x, "float32") * 2]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], outs)
     cpu = symgraph.function([x, y], outs)
     assert len(_ops(f, OnDevice)) == 3

@@ -6,8 +6,8 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _device_names(f):
@@ -23,7 +23,7 @@ def rng():
 def test_gather_with_one_vector_per_dimension(rng):
     x = T.fmatrix("x")
     i, j = T.lvectors("i", "j")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, i, j], x[i, j] * 2)
     assert "AdvancedSubtensor" in _device_names(f)
     a = rng.random((5, 7)).astype("f")
@@ -39,7 +39,7 @@ def test_scatter_add_accumulates_repeated_indices(rng):
     x = T.fmatrix("x")
     v = T.fvector("v")
     i, j = T.lvectors("i", "j")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, v, i, j], T.inc_subtensor(x[i, j], v))
     assert "AdvancedIncSubtensor" in _device_names(f)
     a = rng.random((4, 3)).astype("f")
@@ -56,7 +56,7 @@ def test_the_gradient_of_picked_log_probabilities(rng):
     y = T.lvector("y")
     cost = -T.log(T.nnet.softmax(x) + 0)[T.arange(y.shape[0]), y].mean() + \
         (x[T.arange(y.shape[0]), y] ** 2).sum()
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], [cost, T.grad(cost, x)])
     cpu = symgraph.function([x, y], [cost, T.grad(cost, x)])
     a = rng.standard_normal((6, 5)).astype("f")
@@ -68,7 +68,7 @@ def test_the_gradient_of_picked_log_probabilities(rng):
 def test_alloc_broadcasts_a_device_value(rng):
     v = T.frow("v")
     n = T.lscalar("n")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([v, n], T.alloc(v * 2, n, 3) + 1)
     assert "Alloc" in _device_names(f)
     b = rng.random((1, 3)).astype("f")
@@ -84,7 +84,7 @@ def test_basic_inc_subtensor_and_set_subtensor(rng):
     i = T.iscalar("i")
     outs = [T.inc_subtensor(x[i:, 1], v), T.set_subtensor(x[::2], 5.0),
             T.grad(T.sum(x[1:3] ** 2), x)]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, v, i], outs)
     assert "IncSubtensor" in _device_names(f) and f.native.python_nodes == []
     a = rng.random((5, 4)).astype("f")

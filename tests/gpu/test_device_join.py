@@ -6,13 +6,13 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def test_join_along_each_axis_with_strided_inputs():
     x, y = T.fmatrices("x", "y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], [T.concatenate([x, y * 2], axis=0),
                                        T.concatenate([x, x, y], axis=1)])
     names = [type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
@@ -30,7 +30,7 @@ def test_join_along_each_axis_with_strided_inputs():
 
 def test_eye_on_the_device():
     n, m, k = T.lscalars("n", "m", "k")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([n, m, k], T.eye(n, m, k, dtype="float32") * 3)
     assert any(isinstance(node.op, OnDevice) and type(node.op.op).__name__ == "Eye"
                for node in f.maker.fgraph.toposort())
@@ -43,7 +43,7 @@ def test_eye_on_the_device():
 def test_split_gives_device_views_with_host_sizes():
     x = T.fmatrix("x")
     sizes = T.lvector("sizes")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, sizes], [p * 2 for p in T.split(x, sizes, 3, axis=1)])
     assert any(isinstance(n.op, OnDevice) and type(n.op.op).__name__ == "Split"
                for n in f.maker.fgraph.toposort())

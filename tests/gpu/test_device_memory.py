@@ -13,13 +13,13 @@ import symgraph
 import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.backends.cuda import device_memory
+from tests.gpu.device_flags import DEVICE, REAL_GPU
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 @pytest.fixture
 def emulated():
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         yield
 
 
@@ -64,12 +64,13 @@ def test_the_cache_reuses_blocks_across_calls(emulated):
 
 
 def _limit(nbytes):
-    lib = device_memory._library(True)
+    lib = device_memory._library(True)     # the emulated device's build
     fn = lib.sg_cuda_emu_set_max_allocation
     fn.argtypes, fn.restype = (ctypes.c_size_t,), None
     fn(nbytes)
 
 
+@pytest.mark.skipif(REAL_GPU, reason="sets the emulated device's allocation limit")
 def test_out_of_memory_names_the_node_and_the_device_stays_usable(emulated):
     x = T.fmatrix("x")
     f = symgraph.function([x], T.exp(x) * 2)

@@ -7,8 +7,8 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _softmax(a):
@@ -25,7 +25,7 @@ def rng():
 def test_softmax_log_softmax_and_their_gradient(rng, dtype):
     x = T.matrix("x", dtype=dtype)
     outs = [T.nnet.softmax(x), T.nnet.logsoftmax(x), T.grad(T.sum(T.nnet.softmax(x) * x), x)]
-    with symgraph.config.change_flags(**EMULATED, warn_float64="ignore"):
+    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
         f = symgraph.function([x], outs)
     cpu = symgraph.function([x], outs)
     names = {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
@@ -44,7 +44,7 @@ def test_the_tutorial_cost_runs_fused_on_the_device(rng):
     y = T.ivector("y")
     p = T.nnet.softmax(x)
     cost = -T.mean(T.log(p)[T.arange(y.shape[0]), y])
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], [cost, T.grad(cost, x)])
     names = {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
              if isinstance(n.op, OnDevice)}

@@ -7,8 +7,8 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 SIZES = [0, 1, 3, 255, 257, 1_048_576 + 3]      # the last is more than 4096 blocks of 256
 
 
@@ -17,7 +17,7 @@ def functions():
     x = T.fvector("x")
     y = T.fvector("y")
     outs = [T.exp(x) * y + 1, T.sum(x * y), T.max(x)]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         dev = symgraph.function([x, y], outs[:2])
         dev_max = symgraph.function([x], outs[2])
     return dev, dev_max
@@ -38,7 +38,7 @@ def test_elementwise_and_reductions_on_odd_sizes(functions, n):
 def test_non_contiguous_and_broadcast_inputs_of_many_shapes():
     x = T.ftensor3("x")
     y = T.fmatrix("y")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], [x * y.dimshuffle("x", 0, 1), (x + 1).sum(axis=(0, 2))])
     rng = np.random.default_rng(4)
     for shape in [(1, 1, 1), (2, 3, 5), (3, 1, 7), (4, 17, 2)]:
@@ -52,7 +52,7 @@ def test_non_contiguous_and_broadcast_inputs_of_many_shapes():
 
 def test_debug_mode_checks_device_kernels_against_perform():
     x = T.fmatrix("x")
-    with symgraph.config.change_flags(**EMULATED, mode="DebugMode"):
+    with symgraph.config.change_flags(**DEVICE, mode="DebugMode"):
         f = symgraph.function([x], [T.nnet.softmax(T.dot(x, x.T) * 2), T.exp(x).sum(axis=0)])
     a = np.random.default_rng(0).random((5, 4)).astype("f")
     got = f(a)

@@ -12,12 +12,12 @@ from symgraph.ops.pool import Pool
 from symgraph.ops.pool_argmax import (MaxPoolArgmaxGather, MaxPoolGradFromArgmax,
                                       MaxPoolWithArgmax)
 from symgraph.ops.pool_grad import AveragePoolGrad, DownsampleFactorMaxGradGrad, MaxPoolGrad
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _both(inputs, outputs):
-    with symgraph.config.change_flags(**EMULATED, warn_float64="ignore"):
+    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
         dev = symgraph.function(inputs, outputs)
     return dev, symgraph.function(inputs, outputs)
 

@@ -7,8 +7,8 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
 from symgraph.sandbox.rng_mrg import MRG_RandomStreams
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _draws(flags, n_calls=3):
@@ -24,7 +24,7 @@ def _draws(flags, n_calls=3):
 
 def test_uniform_and_normal_draws_match_the_cpu_call_after_call():
     cpu, _ = _draws({"device": "cpu"})
-    dev, f = _draws(EMULATED)
+    dev, f = _draws(DEVICE)
     assert any(isinstance(n.op, OnDevice) and type(n.op.op).__name__ == "MRGUniform"
                for n in f.maker.fgraph.toposort())
     for (cu, cn), (du, dn) in zip(cpu, dev):

@@ -7,8 +7,8 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def _device_ops(f):
@@ -25,7 +25,7 @@ def test_every_kind_over_any_axes(rng):
     y = T.ftensor3("y")
     outs = [x.max(axis=0), x.sum(axis=1), y.sum(axis=(0, 2)), T.prod(x, axis=0),
             (x > 0.5).all(axis=1), (x > 0.9).any(axis=0), y.min(), x.sum()]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], outs)
     assert len(_device_ops(f)) == len(outs) and f.native.python_nodes == []
     a = rng.random((37, 5)).astype("f")
@@ -39,7 +39,7 @@ def test_every_kind_over_any_axes(rng):
 
 def test_reduction_fused_with_its_elementwise_input(rng):
     x = T.fmatrix("x")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x], [T.sum(T.exp(x) * 2, axis=1), T.max(abs(x - 1))])
     assert any("ReduceOfElemwise" in op for op in _device_ops(f))
     a = rng.standard_normal((129, 7)).astype("f")
@@ -50,7 +50,7 @@ def test_reduction_fused_with_its_elementwise_input(rng):
 
 def test_max_propagates_nan_and_refuses_an_empty_input():
     x = T.fmatrix("x")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x], x.max(axis=1))
         s = symgraph.function([x], x.sum(axis=1))
     a = np.array([[1, np.nan, 3], [4, 5, 6]], "f")
@@ -62,7 +62,7 @@ def test_max_propagates_nan_and_refuses_an_empty_input():
 
 def test_integer_sums_accumulate_as_numpy(rng):
     x = T.imatrix("x")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x], [x.sum(axis=0), x.max(axis=1), x.min()])
     a = rng.integers(-1000, 1000, (300, 3)).astype("int32")
     for got, want in zip(f(a), [a.sum(0), a.max(1), a.min()]):
@@ -72,7 +72,7 @@ def test_integer_sums_accumulate_as_numpy(rng):
 
 def test_a_large_reduction_spans_many_blocks_and_threads(rng):
     x = T.fvector("x")
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x], T.sum(x * x))
     a = rng.random(100003).astype("f")
     np.testing.assert_allclose(f(a), (a.astype("f8") ** 2).sum(), rtol=1e-5)
@@ -82,7 +82,7 @@ def test_argmax_and_argmin_match_the_cpu_ties_and_nan_included(rng):
     x = T.fmatrix("x")
     y = T.ftensor3("y")
     outs = [T.argmax(x, axis=1), T.argmin(x, axis=0), T.argmax(y, axis=(2, 0)), T.argmax(x)]
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         f = symgraph.function([x, y], outs)
     cpu = symgraph.function([x, y], outs)
     assert sum("Arg" in op for op in _device_ops(f)) == 4

@@ -9,12 +9,12 @@ import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.compile.shared import GpuArraySharedVariable, TensorSharedVariable
 from symgraph.ops.transfer import GpuFromHost, HostFromGpu
+from tests.gpu.device_flags import DEVICE
 
-EMULATED = {"device": "cuda", "gpu.emulate": True}
 
 
 def test_float_shared_variables_live_on_the_device_and_ints_on_the_host():
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         w = symgraph.shared(np.ones((3, 2), "f"), name="w")
         n = symgraph.shared(np.arange(3), name="n")
     assert isinstance(w, GpuArraySharedVariable) and str(w.type).startswith("GpuArrayType")
@@ -30,7 +30,7 @@ def test_float_shared_variables_live_on_the_device_and_ints_on_the_host():
 
 
 def test_updates_stay_on_the_device_and_only_inputs_and_outputs_move():
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         w = symgraph.shared(np.ones((3, 2), "f"), name="w")
         x = T.fmatrix("x")
         cost = T.sum(T.dot(x, w) ** 2)
@@ -48,7 +48,7 @@ def test_updates_stay_on_the_device_and_only_inputs_and_outputs_move():
 
 
 def test_set_value_takes_host_or_device_arrays_and_checks_them():
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         w = symgraph.shared(np.ones(4, "f"), name="w")
         f = symgraph.function([], w * 2)
     w.set_value(np.arange(4, dtype="f"))
@@ -56,7 +56,7 @@ def test_set_value_takes_host_or_device_arrays_and_checks_them():
     inner = w.get_value(borrow=True, return_internal_type=True)
     w.set_value(inner)                                    # copied: inner is not w's
     assert w.get_value(borrow=True, return_internal_type=True) is not inner
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         w.set_value(symgraph.gpu.to_device(inner.get() + 1))
     np.testing.assert_allclose(f(), (np.arange(4) + 1) * 2)
     with pytest.raises(TypeError, match="wrong number of dimensions"):
@@ -66,7 +66,7 @@ def test_set_value_takes_host_or_device_arrays_and_checks_them():
 def test_shapes_of_device_values_are_read_without_copying_them_back():
     from symgraph.ops.shape import Shape_i
 
-    with symgraph.config.change_flags(**EMULATED):
+    with symgraph.config.change_flags(**DEVICE):
         w = symgraph.shared(np.ones((3, 2), "f"), name="w")
         x = T.fmatrix("x")
         f = symgraph.function([x], (T.dot(x, w) - w.mean()).sum() + w.shape[0])

@@ -7,6 +7,7 @@ import numpy as np
 
 import symgraph
 from symgraph.gpu import placement_report
+from tests.gpu.device_flags import DEVICE
 from symgraph.ops.device_op import OnDevice
 from tests.models.test_lenet import _data, _train_fn
 
@@ -22,7 +23,7 @@ def _losses(flags):
 
 def test_lenet_trains_on_the_device_as_on_the_cpu():
     cpu, _ = _losses({"device": "cpu"})
-    dev, f = _losses({"device": "cuda", "gpu.emulate": True})
+    dev, f = _losses(DEVICE)
     np.testing.assert_allclose(dev, cpu, rtol=1e-4)
     assert np.all(np.diff(dev) < 0), dev
     report = placement_report(f)
