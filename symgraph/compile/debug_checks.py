@@ -3,6 +3,40 @@ and (on a native schedule) each node's native result against its ``perform``."""
 
 import numpy as np
 
+
+class DebugModeError(Exception):
+    """What DebugMode raises when a check fails (Theano's base class)."""
+
+
+class BadThunkOutput(DebugModeError, AssertionError):
+    """A node's native result differs from its Python ``perform``'s."""
+
+
+class BadOptimization(DebugModeError, AssertionError):
+    """The optimized graph's result differs from the unoptimized graph's."""
+
+
+class BadDestroyMap(DebugModeError, AssertionError):
+    """A node changed an input that its op does not declare in ``destroy_map``."""
+
+
+class BadViewMap(DebugModeError, AssertionError):
+    """A node's output shares memory with an input without a ``view_map`` or
+    ``destroy_map`` entry."""
+
+
+class StochasticOrder(DebugModeError, AssertionError):
+    """Theano's error for results that depend on the order of equal nodes.
+
+    symgraph schedules deterministically (a topological order fixed by the
+    graph), so DebugMode never raises it; the class exists for programs that
+    catch it."""
+
+
+class InvalidValueError(DebugModeError, TypeError):
+    """A node's output does not fit its declared type (dtype, rank, static shape)."""
+
+
 def debug_check(node, inputs, outputs, vm=None):
     """DebugMode: outputs fit their declared types; inputs that the op does not
     declare it destroys are unchanged; outputs that alias an input are declared
@@ -13,7 +47,7 @@ def debug_check(node, inputs, outputs, vm=None):
         try:
             var.type.filter(value, strict=True)
         except TypeError as exc:
-            raise TypeError(f"DebugMode: output {i} of {node} does not match its type "
+            raise InvalidValueError(f"DebugMode: output {i} of {node} does not match its type "
                             f"{var.type}: {exc}" + node_origin(node)) from None
     destroyed = {i for ins in (node.op.destroy_map or {}).values() for i in ins}
     viewed = {i for ins in (node.op.view_map or {}).values() for i in ins} | destroyed
@@ -21,13 +55,13 @@ def debug_check(node, inputs, outputs, vm=None):
         if i in destroyed or not isinstance(after, np.ndarray):
             continue
         if not np.array_equal(before, after, equal_nan=after.dtype.kind in "fc"):
-            raise AssertionError(f"DebugMode: {node} changed its input {i} without "
+            raise BadDestroyMap(f"DebugMode: {node} changed its input {i} without "
                                  f"declaring it in destroy_map" + node_origin(node))
     for o, out in enumerate(outputs):
         for i, inp in enumerate(inputs):
             if isinstance(out, np.ndarray) and isinstance(inp, np.ndarray) and \
                     i not in viewed and out.size and np.shares_memory(out, inp):
-                raise AssertionError(f"DebugMode: output {o} of {node} aliases input {i} "
+                raise BadViewMap(f"DebugMode: output {o} of {node} aliases input {i} "
                                      f"without a view_map or destroy_map" + node_origin(node))
 
 
@@ -78,5 +112,5 @@ def compare_with_perform(node, input_copies, outputs):
         if not var.type.values_eq_approx(cell[0], got):
             from symgraph.compile.errors import node_origin
 
-            raise AssertionError(f"DebugMode: output {k} of {node}: native code gives "
+            raise BadThunkOutput(f"DebugMode: output {k} of {node}: native code gives "
                                  f"{got!r}, Python perform gives {cell[0]!r}" + node_origin(node))

@@ -1,3 +1,6 @@
-"""Theano's import path for DebugMode."""
+"""Theano's import path for DebugMode and the errors it raises."""
 
+from symgraph.compile.debug_checks import (  # noqa: F401
+    BadDestroyMap, BadOptimization, BadThunkOutput, BadViewMap, DebugModeError,
+    InvalidValueError, StochasticOrder)
 from symgraph.compile.mode import DebugMode  # noqa: F401

@@ -11,15 +11,19 @@ class In:
     ``update``: an expression whose value replaces ``value`` after each call
     (Theano's state inputs); ``mutable``: the function may overwrite the array;
     ``borrow``: the function may keep a reference to it; ``allow_downcast``:
-    accept lossy conversions; ``implicit``: not passed by the caller.
+    accept lossy conversions; ``implicit``: not passed by the caller;
+    ``autoname``: when ``name`` is None, take the variable's name (Theano's
+    default, True); False leaves the input unnamed (positional only).
     """
 
     def __init__(self, variable, name=None, value=None, update=None, mutable=False,
-                 borrow=False, allow_downcast=None, implicit=False, strict=False):
+                 borrow=False, allow_downcast=None, implicit=False, strict=False,
+                 autoname=True):
         if not isinstance(variable, Variable):
             raise TypeError(f"In() needs a symbolic variable, got {type(variable).__name__}")
         self.variable = variable
-        self.name = name if name is not None else variable.name
+        self.autoname = autoname
+        self.name = name if name is not None or not autoname else variable.name
         self.value = value
         self.has_default = value is not None
         self.update = update

@@ -27,6 +27,7 @@ class Mode:
         self.optimizer = None if optimizer in (None, "None") else optimizer
         self.include_tags = tuple(including)
         self.exclude_tags = tuple(excluding)
+        self.require_tags = ()
 
     def including_tags(self):
         """This mode's included tags plus those of config.optimizer_including."""
@@ -34,8 +35,31 @@ class Mode:
         return self.include_tags + extra
 
     def excluding_tags(self):
+        """This mode's excluded tags plus those of config.optimizer_excluding, plus
+        the names of the rewrites that lack a tag ``requiring`` asked for."""
         extra = tuple(t for t in config.optimizer_excluding.split(":") if t)
-        return self.exclude_tags + extra
+        return self.exclude_tags + extra + self._not_required()
+
+    def _not_required(self):
+        # A requirement is a filter on the selected rewrites: those without every
+        # required tag are excluded by name, which the rewrite query accepts.
+        required = getattr(self, "require_tags", ())
+        if not required:
+            return ()
+        from symgraph.opt import pipeline  # noqa: F401  (every rewrite registered)
+        from symgraph.opt.registry import RewriteQueryError, registry
+
+        carried = registry.tags()
+        for tag in required:
+            if tag not in carried:
+                raise RewriteQueryError(f"cannot require {tag!r}: no rewrite has this tag. "
+                                        f"Known tags: {', '.join(sorted(carried))}.")
+        return tuple(e.name for e in registry.entries() if not set(required) <= e.tags)
+
+    def requiring(self, *tags):
+        """A copy of this mode that applies only rewrites carrying every tag in
+        ``tags`` (among those its optimizer and ``including`` select)."""
+        return self._with(require_tags=getattr(self, "require_tags", ()) + tags)
 
     def including(self, *tags):
         """A copy of this mode that also applies the rewrites tagged ``tags``."""
@@ -52,8 +76,9 @@ class Mode:
         return new
 
     def __repr__(self):
+        required = f", requiring={self.require_tags!r}" if self.require_tags else ""
         return (f"{type(self).__name__}(linker={self.linker!r}, optimizer={self.optimizer!r}, "
-                f"including={self.include_tags!r}, excluding={self.exclude_tags!r})")
+                f"including={self.include_tags!r}, excluding={self.exclude_tags!r}{required})")
 
 
 class NanGuardMode(Mode):

@@ -198,7 +198,9 @@ def _linear_terms(fgraph, var, coef, out, terms, depth=0, top=False):
                     factors.append(s)
                 else:
                     rest.append(i)
-            if len(rest) == 1 and (value != 1 or factors) and \
+            # A zero scale stays a term of its own: x + 0*x is NaN for infinite x,
+            # and dropping x * 0 is the unsafe rewrite's decision.
+            if len(rest) == 1 and (value != 1 or factors) and value != 0 and \
                     rest[0].type.broadcastable == var.type.broadcastable:
                 _linear_terms(fgraph, rest[0], coef.times(value, factors), out, terms,
                               depth + 1)

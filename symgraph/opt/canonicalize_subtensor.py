@@ -1,4 +1,5 @@
-"""Canonicalize: a chain of basic indexing becomes one (fast_run).
+"""Canonicalize views: a chain of basic indexing becomes one, and Theano's
+``view_op`` goes (fast_run).
 
 ``x[1:][:, 2:][0] -> x[1, 2:]``.  Handled: constant indices and slices whose
 start, stop and index are non-negative (or absent) with step 1, where the
@@ -75,3 +76,12 @@ def local_subtensor_merge(fgraph, node):
 
 
 register(local_subtensor_merge, "fast_run", phase="canonicalize")
+
+
+@node_rewriter(["symgraph.ops.view_copy:ViewOp"])
+def local_remove_view_op(fgraph, node):
+    """``view_op(x) -> x`` (Theano's identity view has no work to do)."""
+    return [node.inputs[0]]
+
+
+register(local_remove_view_op, "fast_run", "fast_compile", phase="canonicalize")

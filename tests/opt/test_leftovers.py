@@ -303,3 +303,11 @@ def test_l1_and_l2_penalties_are_one_pass_and_a_gemm():
     np.testing.assert_allclose(W.get_value(),
                                w0 - 0.1 * (xv.T @ dv + 1e-4 * np.sign(w0) + 2e-4 * w0),
                                rtol=1e-12)
+
+
+def test_zero_scaled_terms_are_not_collected():
+    x = T.dvector("x")
+    f = symgraph.function([x], x + 0 * x)
+    with np.errstate(invalid="ignore"):
+        got = f(np.array([np.inf, 1.0]))
+    assert np.isnan(got[0]) and got[1] == 1.0
