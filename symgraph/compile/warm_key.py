@@ -59,11 +59,17 @@ def _path(cls):
     return f"{module}:{qualname}"
 
 
-def canon(value, depth=0):
+def canon(value, depth=0, memo=None):
     """``value`` as nested tuples of plain values that ``repr`` writes the same
-    in every process; :class:`Uncacheable` when it has no such form."""
+    in every process; :class:`Uncacheable` when it has no such form.
+    ``memo`` ({id: form}) reuses the forms of ops and types met before: a graph
+    holds the same few many times.  Its values must outlive it."""
     if depth > 50:
         raise Uncacheable("too deeply nested")
+    if memo is not None:
+        known = memo.get(id(value))
+        if known is not None:
+            return known[1]
     if isinstance(value, _SCALARS):
         # bool before int: True and 1 differ; repr of a float round-trips exactly
         return (type(value).__name__, value)
@@ -89,7 +95,10 @@ def canon(value, depth=0):
     if isinstance(value, SimpleNamespace):
         return ("namespace", canon(vars(value), depth + 1))
     state = _object_state(value)
-    return ("object", _path(type(value)), canon(state, depth + 1))
+    form = ("object", _path(type(value)), canon(state, depth + 1))
+    if memo is not None:
+        memo[id(value)] = (value, form)   # the value kept: its id stays its own
+    return form
 
 
 def _object_state(value):
@@ -130,28 +139,29 @@ def _graph_tokens(fgraph, write):
     from symgraph.compile.shared import SharedVariable
     from symgraph.graph.basic import Constant, io_toposort
 
-    ref = {}
+    ref, memo = {}, {}
     for pos, var in enumerate(fgraph.inputs):
         if var.owner is not None:
             raise Uncacheable("an input is computed by a node")
         kind = "shared" if isinstance(var, SharedVariable) else "input"
         ref[var] = ("in", pos)
-        write(("input", pos, kind, _path(type(var)), canon(var.type), var.name))
+        write(("input", pos, kind, _path(type(var)), canon(var.type, memo=memo), var.name))
 
     def use(var):
         if var in ref:
             return ref[var]
         if isinstance(var, Constant):
             ref[var] = ("const", len(ref))
-            write(("constant", ref[var], _path(type(var)), canon(var.type), var.name,
-                   canon(var.data)))
+            write(("constant", ref[var], _path(type(var)), canon(var.type, memo=memo),
+                   var.name, canon(var.data)))
             return ref[var]
         raise Uncacheable(f"the graph reads {var}, which is neither an input nor computed")
 
     for index, node in enumerate(io_toposort(fgraph.inputs, fgraph.outputs)):
         inputs = tuple(use(v) for v in node.inputs)
-        write(("node", index, canon(node.op), inputs, _trace(node),
-               tuple((_path(type(o)), canon(o.type), o.name) for o in node.outputs)))
+        write(("node", index, canon(node.op, memo=memo), inputs, _trace(node),
+               tuple((_path(type(o)), canon(o.type, memo=memo), o.name)
+                     for o in node.outputs)))
         for k, out in enumerate(node.outputs):
             ref[out] = ("out", index, k)
     write(("outputs", tuple(use(v) for v in fgraph.outputs)))
@@ -177,22 +187,31 @@ def code_stamp():
         from symgraph.backends.native.c_sources import C_SRC
 
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        digest = hashlib.sha256()
-        for root in (package, str(C_SRC)):
-            for folder, dirs, files in os.walk(root):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(files):
-                    if root == package and not name.endswith((".py", ".so")):
-                        continue
-                    path = os.path.join(folder, name)
-                    try:
-                        st = os.stat(path)
-                    except OSError:
-                        continue
-                    digest.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0"
-                                  f"{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
-        _stamp = digest.hexdigest()
+        lines = []
+        for root, suffixes in ((package, (".py", ".so")), (str(C_SRC), None)):
+            _stamp_folder(root, "", suffixes, lines)
+        _stamp = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
     return _stamp
+
+
+def _stamp_folder(folder, prefix, suffixes, lines):
+    """Append ``name size mtime`` of each file under ``folder`` (those ending
+    in ``suffixes``, or all) to ``lines``, in name order."""
+    try:
+        items = sorted(os.scandir(folder), key=lambda item: item.name)
+    except OSError:
+        return
+    for item in items:
+        name = prefix + item.name
+        if item.is_dir(follow_symlinks=False):
+            if item.name != "__pycache__":
+                _stamp_folder(item.path, name + "/", suffixes, lines)
+        elif suffixes is None or item.name.endswith(suffixes):
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            lines.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}")
 
 
 def _versions():

@@ -80,6 +80,7 @@ class WarmStart:
 
     def __init__(self, maker, fgraph):
         self.key = None
+        self._read = None          # (inode, mtime) of the entry file read
         self.restored = False
         self.order = None
         self._natives = None
@@ -115,6 +116,8 @@ class WarmStart:
             return
         try:
             with open(path, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                self._read = (st.st_ino, st.st_mtime_ns)
                 data = handle.read()
             payload = _verified_payload(data)
             record = pickle.loads(payload)
@@ -135,14 +138,18 @@ class WarmStart:
             os.utime(path)   # its last use, as for the libraries
 
     def _discard(self):
-        """Forget what was read, and remove the entry (it is stored again)."""
+        """Forget what was read, and remove the entry (it is stored again) unless
+        another process has replaced it since it was read."""
         self.restored, self.order, self._natives, self._outputs = False, None, None, None
-        if self.key is None:
+        if self.key is None or self._read is None:
             return
         from symgraph.backends.native.cache import get_cache
 
         with contextlib.suppress(Exception):
-            os.unlink(_entry_path(get_cache(), self.key))
+            path = _entry_path(get_cache(), self.key)
+            st = os.stat(path)
+            if (st.st_ino, st.st_mtime_ns) == self._read:
+                os.unlink(path)
 
     def optimized_graph(self, fgraph, destroyable_positions):
         """The restored optimized FunctionGraph over ``fgraph``'s inputs, with

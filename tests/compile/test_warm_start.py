@@ -284,12 +284,15 @@ def test_cache_command_counts_prunes_and_clears_warm_entries(tmp_path):
 def test_python_linker_restored_and_copied():
     from symgraph.compile.mode import Mode
 
+    def compile_py(x, out, w):      # one line builds the sum: one key
+        return symgraph.function([x], out.sum(axis=1), updates=[(w, w * 0.9)],
+                                 mode=Mode(linker="py"))
+
     w, x, out = _step(offset=6.0)
-    fresh = symgraph.function([x], out.sum(axis=1), updates=[(w, w * 0.9)],
-                              mode=Mode(linker="py"))
+    fresh = compile_py(x, out, w)
     before = dict(warm_start.stats)
-    again = symgraph.function([x], out.sum(axis=1), updates=[(w, w * 0.9)],
-                              mode=Mode(linker="py"))
+    again = compile_py(x, out, w)
+    assert fresh.maker.warm.key == again.maker.warm.key
     assert _delta(before)["restored"] == 1
     assert again.native is None and again.vm is not None
     _same_results(again, fresh, w)
