@@ -103,8 +103,8 @@ class SymgraphConv:
         gx, gw = self.lib.grad(T.sum(y * g), [x, w])
         return self._compile(flags, [x, w, g], [gx, gw])
 
-    def convnet_step(self, params, flags):
-        """W5's compiled step ``f(x, y) -> cost`` with SGD updates of shared weights."""
+    def convnet_graph(self, params):
+        """W5's inputs ``[x, y]``, cost and SGD updates of fresh shared weights."""
         from symgraph.tensor.signal.pool import pool_2d
 
         T, nnet = self.T, self.nnet
@@ -118,8 +118,13 @@ class SymgraphConv:
         cost = T.mean(nnet.categorical_crossentropy(nnet.softmax(logits), y))
         grads = self.lib.grad(cost, shared)
         lr = np.float32(LR)
-        updates = [(p, p - lr * gp) for p, gp in zip(shared, grads)]
-        return self._compile(flags, [x, y], cost, updates=updates)
+        return [x, y], cost, [(p, p - lr * gp) for p, gp in zip(shared, grads)]
+
+    def convnet_step(self, params, flags):
+        """W5's compiled step ``f(x, y) -> cost`` with SGD updates of shared weights."""
+        with self.lib.config.change_flags(flags):
+            inputs, cost, updates = self.convnet_graph(params)
+            return self.lib.function(inputs, cost, updates=updates)
 
 
 def conv_ops(f):

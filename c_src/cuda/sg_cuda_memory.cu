@@ -477,6 +477,18 @@ SG_EXPORT PyObject *sg_cuda_memory_stats(void) {
                          device_mallocs, "device_frees", device_frees);
 }
 
+/* Wait for every kernel launched so far; 0, or -1 with a RuntimeError set. */
+SG_EXPORT int sg_cuda_synchronize(void) {
+    cudaError_t rc = cudaDeviceSynchronize();
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        PyErr_Format(PyExc_RuntimeError, "the device failed while running kernels: %s",
+                     cudaGetErrorString(rc));
+        return -1;
+    }
+    return 0;
+}
+
 /* Give the cached blocks back to the device. */
 SG_EXPORT void sg_cuda_empty_cache(void) { release_cache(); }
 

@@ -12,7 +12,7 @@ memory cache.
 from symgraph.gpu.placement import PlacementReport, placement_report
 
 __all__ = ["is_available", "placement_report", "PlacementReport", "to_device", "memory_stats",
-           "empty_cache"]
+           "empty_cache", "synchronize"]
 
 
 def is_available():
@@ -51,3 +51,11 @@ def empty_cache():
     from symgraph.backends.cuda.device_memory import empty_cache as release
 
     release()
+
+
+def synchronize():
+    """Wait until the device has run every kernel launched so far (a function
+    whose results stay on the device returns before its kernels finish)."""
+    from symgraph.backends.cuda.device_memory import synchronize as wait
+
+    wait()

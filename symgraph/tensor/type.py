@@ -152,9 +152,17 @@ class TensorType(ArrayTypeProperties, Type):
 
     def convert_variable(self, var):
         """``var`` seen as this type: itself when it is at least as specific,
-        through ``specify_shape`` when it is more general, else None."""
+        through ``specify_shape`` when it is more general, else None.  A device
+        variable is seen through its copy to the host (which the ``gpu``
+        rewrites remove when its consumers run on the device), so that device
+        shared variables replace host tensors in ``givens``."""
         if not isinstance(var.type, TensorType):
-            return None
+            as_host = getattr(var, "_as_tensor_variable", None)
+            if as_host is None:
+                return None
+            var = as_host()
+            if not isinstance(var.type, TensorType):
+                return None
         if var.type == self or self.is_super(var.type):
             return var
         if var.type.is_super(self) or self._compatible(var.type):

@@ -76,3 +76,15 @@ def test_shapes_of_device_values_are_read_without_copying_them_back():
                for n in reads)
     data = np.ones((4, 3), "f")
     np.testing.assert_allclose(f(data), (data @ np.ones((3, 2)) - 1).sum() + 3)
+
+
+def test_device_shared_variables_replace_host_inputs_in_givens():
+    from symgraph.ops.transfer import GpuFromHost
+
+    with symgraph.config.change_flags(**DEVICE):
+        data = symgraph.shared(np.arange(6, dtype="f").reshape(2, 3), name="data")
+        x = T.fmatrix("x")
+        f = symgraph.function([], T.tanh(x).sum(), givens={x: data})
+    np.testing.assert_allclose(f(), np.tanh(np.arange(6)).sum(), rtol=1e-6)
+    assert not any(isinstance(n.op, GpuFromHost) for n in f.maker.fgraph.toposort())
+    symgraph.gpu.synchronize()

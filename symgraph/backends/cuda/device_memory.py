@@ -21,7 +21,7 @@ from symgraph.backends.native.allocator import Allocator
 from symgraph.backends.native.c_sources import C_SRC
 
 __all__ = ["device_array_class", "put", "get", "from_host", "memory_stats", "empty_cache",
-           "allocator", "context_index"]
+           "synchronize", "allocator", "context_index"]
 
 _SOURCE = "cuda/sg_cuda_memory.cu"
 
@@ -66,19 +66,28 @@ def _library(emulated):
     for name, restype, argtypes in (("sg_cuda_memory_init", ctypes.py_object, (ctypes.c_int,)),
                                     ("sg_cuda_put", ctypes.py_object, (ctypes.py_object,)),
                                     ("sg_cuda_memory_stats", ctypes.py_object, ()),
-                                    ("sg_cuda_empty_cache", None, ())):
+                                    ("sg_cuda_empty_cache", None, ()),
+                                    ("sg_cuda_synchronize", ctypes.c_int, ())):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     return lib
 
 
+#: The kinds of device (emulated: True, GPU: False) whose memory is in use in
+#: this process, the latest last.
+_IN_USE = []
+
+
 def _lib():
-    return _library(_emulated())
+    """The library of the device in use (the latest initialized), else the flag's."""
+    return _library(_IN_USE[-1] if _IN_USE else _emulated())
 
 
 @functools.lru_cache(maxsize=2)
 def _class(emulated, device):
-    return _library(emulated).sg_cuda_memory_init(device)
+    cls = _library(emulated).sg_cuda_memory_init(device)
+    _IN_USE.append(emulated)
+    return cls
 
 
 def device_array_class(context_name="cuda0", emulated=None):
@@ -115,7 +124,7 @@ def from_host(value, emulated=None):
 
 
 def memory_stats():
-    """The device cache's counters: bytes in use, bytes cached (freed, kept for
+    """The device cache's counters (of the device in use): bytes in use, bytes cached (freed, kept for
     reuse), and the number of device allocations and frees made so far."""
     return _lib().sg_cuda_memory_stats()
 
@@ -123,6 +132,13 @@ def memory_stats():
 def empty_cache():
     """Give the cached (freed) device memory back to the device."""
     _lib().sg_cuda_empty_cache()
+
+
+def synchronize():
+    """Wait until every kernel launched so far has finished (kernels run
+    asynchronously; a function returning only updates does not wait)."""
+    for emulated in set(_IN_USE):
+        _library(emulated).sg_cuda_synchronize()
 
 
 def _capsule(emulated):
