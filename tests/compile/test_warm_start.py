@@ -130,6 +130,29 @@ def test_new_process_with_another_flag_misses(tmp_path):
     assert np.allclose(other["out"][0][0], cold["out"][0][0], rtol=1e-5)
 
 
+def test_processes_compiling_at_once_share_one_valid_entry(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    for attempt in range(3):
+        compiledir = tmp_path / f"cache{attempt}"
+        env = dict(os.environ, SYMGRAPH_FLAGS=f"compiledir={compiledir}")
+        env.pop("SG_TRIPWIRES", None)
+        procs = [subprocess.Popen([sys.executable, str(script)], env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(3)]
+        results = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err[-3000:]
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        assert all(r["out"] == results[0]["out"] for r in results)
+        warm = _run_child(script, compiledir, tripwires=results[0]["stamp"])
+        if all(r["stamp"] == warm["stamp"] for r in results):
+            assert warm["stats"]["restored"] == 1 and warm["out"] == results[0]["out"]
+            return
+    pytest.fail("symgraph's files changed during every attempt")
+
+
 # -- in one process (the same entries; cheaper than new processes)
 
 def _step(offset=1.0):
