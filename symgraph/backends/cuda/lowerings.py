@@ -7,9 +7,9 @@ rewrite whether a host node can move, and why not.
 """
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
-from symgraph.ops import (advanced_subtensor, alloc, blas, conv_algorithms, elemwise, gemm, join,
-                          mrg, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce, shape,
-                          subtensor, transfer)
+from symgraph.ops import (advanced_subtensor, alloc, blas, bn, conv_algorithms, elemwise, gemm,
+                          join, mrg, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce,
+                          shape, subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -64,6 +64,9 @@ _TABLE = [
     (pool_grad.MaxPoolGrad, _G + "pool:pool_lowering"),
     (pool_grad.AveragePoolGrad, _G + "pool:pool_lowering"),
     (pool_grad.DownsampleFactorMaxGradGrad, _G + "pool:pool_lowering"),
+    (bn.AbstractBatchNormTrain, _G + "batchnorm:batchnorm_lowering"),
+    (bn.AbstractBatchNormTrainGrad, _G + "batchnorm:batchnorm_lowering"),
+    (bn.AbstractBatchNormInference, _G + "batchnorm:batchnorm_lowering"),
     (transfer.GpuFromHost, _G + "transfer:gpu_from_host_lowering"),
     (transfer.HostFromGpu, _G + "transfer:host_from_gpu_lowering"),
 ]
@@ -107,6 +110,10 @@ def device_reason(node):
         from symgraph.backends.cuda.conv import conv_reason
 
         return conv_reason(node)
+    if isinstance(node.op, bn._BatchNormOp):
+        from symgraph.backends.cuda.batchnorm import batchnorm_reason
+
+        return batchnorm_reason(node)
     if isinstance(node.op, shape.Reshape):
         from symgraph.backends.cuda.shape import reshape_reason
 
@@ -127,6 +134,10 @@ def host_inputs(node):
     index values and sizes."""
     if isinstance(node.op, alloc.Eye):
         return range(len(node.inputs))
+    if isinstance(node.op, bn._BatchNormOp):
+        from symgraph.backends.cuda.batchnorm import batchnorm_host_inputs
+
+        return batchnorm_host_inputs(node)
     if isinstance(node.op, (subtensor.Subtensor, shape.SpecifyShape, shape.Reshape, alloc.Alloc,
                             join.Split,
                             advanced_subtensor.AdvancedSubtensor, mrg.MRGUniform)):
