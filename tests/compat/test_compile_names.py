@@ -179,3 +179,25 @@ def test_function_dump_round_trip(tmp_path):
     g = symgraph.function(**args)
     assert float(g(np.array([1.0, 2.0]))) == 3.0
     assert not hasattr(x.tag, "unpicklable")
+
+
+def test_tensor_io_load(tmp_path):
+    from symgraph.tensor import io
+
+    stored = os.path.join(tmp_path, "stored-array.npy")
+    numpy_value = np.arange(6, dtype="int64").reshape(1, 6)
+    np.save(stored, numpy_value)
+    path = io.generic_string("path")
+    x = io.load(path, "int64", (True, False))
+    assert x.type.broadcastable == (True, False)
+    f = symgraph.function([path], x * 2)
+    np.testing.assert_array_equal(f(stored), numpy_value * 2)
+    mapped = symgraph.function([], io.load(stored, "int64", (True, False), mmap_mode="r") + 1)
+    np.testing.assert_array_equal(mapped(), numpy_value + 1)
+    with pytest.raises(TypeError, match="holds a 2-d int64 array"):
+        symgraph.function([path], io.load(path, "float32", (True, False)))(stored)
+    np.save(stored, np.zeros((2, 6), dtype="int64"))
+    with pytest.raises(ValueError, match="declared broadcastable"):
+        f(stored)
+    with pytest.raises(TypeError, match="file path"):
+        f(3)
