@@ -87,14 +87,21 @@ def _includes(include_dirs):
 
 
 def build_emulated(source, out_path, what="CUDA kernels", include_dirs=()):
-    """Compile CUDA ``source`` for the CPU (the emulated device) into ``out_path``."""
-    out_path = Path(out_path)
-    src = out_path.with_suffix(".cu")
-    src.write_text(source)
-    command = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
-               "-DSG_CUDA_EMULATED", "-include", emulation_header(), "-I", C_SRC,
-               *_includes(include_dirs), "-x", "c++", src, "-o", out_path]
-    _run(command, what, src)
+    """Compile CUDA ``source`` for the CPU (the emulated device) into
+    ``out_path``: the emulator's build (``emulator.build_emulated``: the same
+    adaptations of CUDA that C++ cannot spell), at -O1 (generated libraries
+    are many and small: compile time counts more than speed there), with
+    ``c_src/`` on the include path and no kernel entry points (the runtime
+    calls the library's host functions, which launch)."""
+    from symgraph.backends.cuda.emulator import EmulatedCompileError
+    from symgraph.backends.cuda.emulator import build_emulated as build
+
+    try:
+        build(source, out_path, include_dirs=(C_SRC, *include_dirs), kernels={},
+              extra_flags=("-O1", "-w"))
+    except EmulatedCompileError as exc:
+        raise CudaCompileError(f"building {what} for the emulated device failed: {exc}") \
+            from None
 
 
 def _nvcc_or_fail():
