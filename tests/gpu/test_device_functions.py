@@ -133,10 +133,15 @@ def test_device_cuda_without_a_gpu_or_emulation_is_a_clear_error():
 
     if _device_count():
         pytest.skip("this machine has a GPU")
+    from symgraph.backends.cuda.device import missing
+
     x = T.fvector("x")
     with symgraph.config.change_flags(device="cuda"):
-        with pytest.raises(NoDeviceError, match="gpu.emulate=True"):
+        with pytest.raises(NoDeviceError, match="gpu.emulate=True") as info:
             symgraph.function([x], x + 1)
+    # it says what is missing: here, the driver (or a device it sees)
+    assert missing() and missing() in str(info.value)
+    assert "NVIDIA driver" in str(info.value)
 
 
 def test_transfer_ops_and_their_gradients(rng):

@@ -112,8 +112,11 @@ def _device_count():
 
 
 def _no_device_message():
-    return ("device=cuda, but no usable GPU was found (no NVIDIA driver or no device); "
-            "set gpu.emulate=True to run the generated CUDA on the CPU, or device=cpu")
+    from symgraph.backends.cuda.device import missing
+
+    why = missing() or "no usable GPU was found"
+    return (f"device=cuda, but {why}; set gpu.emulate=True to run the generated CUDA on the "
+            "CPU (the emulated device), or device=cpu")
 
 
 @functools.lru_cache(maxsize=1)
@@ -159,7 +162,7 @@ def ensure_device():
     """Make the device of the flags usable now: its arrays registered (the
     emulated device's under gpu.emulate); a clear error when there is no GPU
     and no emulation."""
-    if not _emulated() and _device_count() == 0:
+    if not _emulated() and (_device_count() == 0 or compiler.nvcc_path() is None):
         raise NoDeviceError(_no_device_message())
     _register_arrays()
 

@@ -9,21 +9,44 @@ fails in other ways.
 import ctypes
 import functools
 
-__all__ = ["driver_available", "driver_version"]
+__all__ = ["driver_available", "driver_version", "missing"]
 
 
 @functools.lru_cache(maxsize=1)
-def _driver():
+def _probe():
+    """(the driver library or None, why not)."""
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        return None
+        return None, "the NVIDIA driver is not installed (libcuda.so.1 cannot be loaded)"
     try:
-        if lib.cuInit(0) != 0:
-            return None
-    except AttributeError:       # not the driver library
-        return None
-    return lib
+        code = lib.cuInit(0)
+    except AttributeError:
+        return None, "libcuda.so.1 is not the NVIDIA driver (it has no cuInit)"
+    if code != 0:
+        return None, (f"the NVIDIA driver does not start (cuInit returned {code}: no GPU, "
+                      "or a driver that does not match the kernel module)")
+    return lib, None
+
+
+def _driver():
+    return _probe()[0]
+
+
+def missing():
+    """What stands between this process and a usable GPU (a sentence), or None:
+    the driver, a device, the CUDA toolkit's nvcc."""
+    lib, why = _probe()
+    if lib is None:
+        return why
+    if driver_available() == 0:
+        return "the NVIDIA driver sees no CUDA device"
+    from symgraph.backends.cuda.compiler import cuda_root, nvcc_path
+
+    if nvcc_path() is None:
+        return (f"the CUDA toolkit's nvcc is not under {cuda_root()} (install the toolkit, "
+                "or name it with the flag cuda.root or $CUDA_ROOT)")
+    return None
 
 
 def driver_available():
