@@ -9,7 +9,6 @@ from symgraph.ops.device_op import OnDevice
 from tests.gpu.device_flags import DEVICE
 
 
-
 def _device_names(f):
     return {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
             if isinstance(n.op, OnDevice)}
@@ -100,3 +99,37 @@ def test_basic_inc_subtensor_and_set_subtensor(rng):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     with pytest.raises(ValueError):
         f(a, np.ones(2, "f"), 2)
+
+
+def test_rows_of_a_matrix_and_their_gradient_an_embedding_lookup(rng):
+    table = T.fmatrix("table")
+    words = T.lvector("words")
+    picked = table[words]                              # (len(words), 4) rows
+    cost = T.sum(T.tanh(picked) * np.arange(4, dtype="f"))
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([table, words], [picked, T.grad(cost, table)])
+    assert {"AdvancedSubtensor", "AdvancedIncSubtensor"} <= _device_names(f)
+    a = rng.standard_normal((6, 4)).astype("f")
+    w = np.array([5, 0, 5, -1, 2])                     # repeated rows accumulate
+    rows, grad = f(a, w)
+    np.testing.assert_allclose(rows, a[w], rtol=1e-6)
+    want = np.zeros_like(a)
+    np.add.at(want, w, (1 - np.tanh(a[w]) ** 2) * np.arange(4, dtype="f"))
+    np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
+        f(a, np.array([6]))
+
+
+def test_two_leading_index_vectors_of_a_3d_array_with_a_broadcast_increment(rng):
+    x = T.ftensor3("x")
+    i, j = T.lvectors("i", "j")
+    y = T.frow("y")
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([x, i, j, y], [x[i, j], T.inc_subtensor(x[i, j], y)])
+    a = rng.standard_normal((3, 4, 5)).astype("f")
+    rows, cols, b = np.array([2, 0, 2]), np.array([1, 3, 1]), rng.random((1, 5)).astype("f")
+    got, inc = f(a, rows, cols, b)
+    np.testing.assert_allclose(got, a[rows, cols], rtol=1e-6)
+    want = a.copy()
+    np.add.at(want, (rows, cols), b)
+    np.testing.assert_allclose(inc, want, rtol=1e-6)

@@ -9,7 +9,7 @@ reads epsilon and the running average factor, which stay on the host.
 
 from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.cuda.elemwise import storage_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.cuda.nnet import _BLOCK_REDUCE
 from symgraph.backends.native.kernel import CKernel
 

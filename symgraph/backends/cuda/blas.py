@@ -12,14 +12,15 @@ place (``OnDevice`` declares no destroy map), so ``Gemm`` makes a new output.
 
 from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_compute_type, c_type
+from symgraph.backends.c_family.c_types import c_compute_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering",
            "batched_dot_lowering"]
 
 TILE = 16
-_DTYPES = ("float32", "float64")
+_DTYPES = ("float16", "float32", "float64")
 
 _KERNEL = c_file("cuda/gemm_tiled.inc")
 
@@ -30,13 +31,13 @@ def blas_reason(node):
         return "only one batch dimension is multiplied on the device"
     dtypes = {str(v.dtype) for v in node.inputs + node.outputs}
     if len(dtypes) != 1 or dtypes.pop() not in _DTYPES:
-        return "only float32 and float64 matrix products of one dtype run on the device"
+        return "only float16, float32 and float64 matrix products of one dtype run on the device"
     return None
 
 
 def _kernel(node, run, what):
     dtype = str(node.outputs[0].dtype)
-    header = (f"#define T {c_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
+    header = (f"#define T {storage_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
               f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n")
     source = (header + _KERNEL + run +
               "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n")

@@ -16,7 +16,7 @@ from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.cpu.conv.codegen import _SHAPE_TEXT, _geometry
-from symgraph.backends.cuda.elemwise import storage_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.cuda.nnet import _BLOCK_REDUCE
 from symgraph.backends.native.kernel import CKernel
 

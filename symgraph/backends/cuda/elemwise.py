@@ -17,14 +17,15 @@ whose C needs helper functions that have no device version
 """
 
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.c_family.c_types import has_c_type
 from symgraph.backends.c_family.scalar_base import c_ctype
 from symgraph.backends.c_family.scalar_c import (c_body, c_error_messages, c_input_dtypes,
                                                  c_support, language)
 from symgraph.backends.cuda import scalar_cuda
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["MAX_DIMS", "BLOCK", "elemwise_reason", "elemwise_lowering", "storage_type"]
+__all__ = ["MAX_DIMS", "BLOCK", "elemwise_reason", "elemwise_lowering"]
 
 #: The most dimensions a device element-wise kernel takes (its geometry is a
 #: kernel argument passed by value).
@@ -58,12 +59,6 @@ def elemwise_reason(node):
     if body is None:
         return f"{scalar_op} has no C for these dtypes"
     return None
-
-
-def storage_type(dtype):
-    """The CUDA type an array of ``dtype`` is stored in (float16: ``__half``,
-    computed in float)."""
-    return "__half" if str(dtype) == "float16" else c_type(dtype)
 
 
 def elemwise_lowering(op, node):

@@ -1,7 +1,8 @@
-"""CUDA for gathers, scatter-adds and fills: ``x[i0, i1, ...]`` with one
-integer vector per dimension (``AdvancedSubtensor``), its increment
-(``AdvancedIncSubtensor``, repeated indices accumulating with atomics), and
-``Alloc``.
+"""CUDA for gathers, scatter-adds and fills: ``x[i0, ..., ik]`` with one
+integer vector for each of x's first dimensions, the others taken whole
+(``AdvancedSubtensor``: ``x[idx]`` picks rows, ``x[rows, cols]`` elements),
+its increment (``AdvancedIncSubtensor``, repeated indices accumulating with
+atomics), and ``Alloc``.
 
 Index vectors and sizes stay on the host (``host_inputs``): they are checked
 there with the CPU's errors, normalized (negative indices count back) and
@@ -11,7 +12,8 @@ indices) stay on the CPU.
 """
 
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.c_family.c_types import has_c_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["index_reason", "gather_lowering", "scatter_add_lowering", "alloc_lowering",
@@ -24,30 +26,31 @@ _ATOMIC_DTYPES = ("float32", "float64", "int32")
 
 
 def _vector_indices(node, first_index):
-    """True when the node's index is one integer vector per dimension of x."""
+    """True when the node's index is one integer vector for each of x's first
+    dimensions (the others whole)."""
     from symgraph.ops.advanced_subtensor import _entries
 
     x = node.inputs[0]
     entries = _entries(node.op, x, node.op.idx_list, node.inputs[first_index:])
-    return len(entries) == x.ndim and all(kind == "array" and value.ndim == 1
-                                          for kind, value, _ in entries)
+    return 1 <= len(entries) <= x.ndim and all(kind == "array" and value.ndim == 1
+                                               for kind, value, _ in entries)
 
 
 def index_reason(node):
     """None when the gather/scatter/fill ``node`` runs on the device, else why not."""
     name = type(node.op).__name__
     dtype = str(node.outputs[0].dtype)
-    if not has_c_type(dtype) or dtype == "float16":
+    if not has_c_type(dtype):
         return f"dtype {dtype} has no CUDA indexing code yet"
     if node.outputs[0].ndim > MAX_DIMS or node.inputs[0].ndim > MAX_DIMS:
         return f"more than {MAX_DIMS} dimensions"
     if name == "AdvancedSubtensor" and not _vector_indices(node, 1):
-        return "only one integer vector per dimension is gathered on the device"
+        return "only integer vectors on the leading dimensions are gathered on the device"
     if name == "AdvancedIncSubtensor":
         if node.op.set_instead_of_inc:
             return "setting with repeated indices has no deterministic device order"
         if not _vector_indices(node, 2):
-            return "only one integer vector per dimension is scattered on the device"
+            return "only integer vectors on the leading dimensions are scattered on the device"
         if dtype not in _ATOMIC_DTYPES:
             return f"no device atomic add for {dtype}"
     return None
@@ -117,67 +120,75 @@ def _kinds(index_inputs):
 
 
 def gather_lowering(op, node):
-    """CUDA of ``x[i0, i1, ...]``, one integer vector per dimension of x."""
+    """CUDA of ``x[i0, ..., ik]``: index vectors on x's first k dimensions."""
     if index_reason(node) is not None:
         return None
     x = node.inputs[0]
-    n = x.ndim
-    T = c_type(x.dtype)
+    n, k = x.ndim, len(node.inputs) - 1
+    T = storage_type(x.dtype)
     name = c_string(op, printf=True, limit=80)
     source = f"""
-__global__ void SG_FN(kernel)(int64_t count, int n, const char *x, sg_cuda_strides st,
-                              const int64_t *idx, {T} *out) {{
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count;
-         j += (int64_t)blockDim.x * gridDim.x) {{
-        int64_t off = 0;
-        for (int k = 0; k < n; k++) off += idx[k * count + j] * st.s[k];
-        out[j] = *(const {T} *)(x + off);
+__global__ void SG_FN(kernel)(int64_t count, int64_t inner, int k, int n, const char *x,
+                              sg_cuda_strides st, sg_cuda_strides shape, const int64_t *idx,
+                              {T} *out) {{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count * inner;
+         e += (int64_t)blockDim.x * gridDim.x) {{
+        const int64_t j = e / inner;
+        int64_t rem = e % inner, off = 0;
+        for (int q = 0; q < k; q++) off += idx[q * count + j] * st.s[q];
+        for (int d = n - 1; d >= k; d--) {{ off += (rem % shape.s[d]) * st.s[d]; rem /= shape.s[d]; }}
+        out[e] = *(const {T} *)(x + off);
     }}
 }}
 
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     int64_t count = 1;
-    for (int k = 0; k < {n}; k++) {{
-        int64_t len = in[1 + k].shape[0];
+    for (int q = 0; q < {k}; q++) {{
+        int64_t len = in[1 + q].shape[0];
         if (len == 0) {{ count = 0; break; }}
         if (len != 1) count = len;
     }}
     (void)err;
     out_shapes[0] = count;
+    for (int d = {k}; d < {n}; d++) out_shapes[1 + d - {k}] = in[0].shape[d];
     return 0;
 }}
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const int IDX_KIND[] = {_kinds(node.inputs[1:])};
-{_index_code(1, n, name)}
-    if (count > 0) {{
-        sg_cuda_strides st;
-        for (int k = 0; k < {n}; k++) st.s[k] = in[0].strides[k];
-        int64_t blocks = (count + {BLOCK} - 1) / {BLOCK};
+{_index_code(1, k, name)}
+    int64_t inner = 1;
+    for (int d = {k}; d < {n}; d++) inner *= in[0].shape[d];
+    if (count > 0 && inner > 0) {{
+        sg_cuda_strides st, shape;
+        for (int d = 0; d < {n}; d++) {{ st.s[d] = in[0].strides[d]; shape.s[d] = in[0].shape[d]; }}
+        int64_t blocks = (count * inner + {BLOCK} - 1) / {BLOCK};
         if (blocks > 4096) blocks = 4096;
-        SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, count, {n}, in[0].data, st,
-                  dev_idx, ({T} *)out[0].data);
-        cudaFree(dev_idx);
+        SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, count, inner, {k}, {n}, in[0].data,
+                  st, shape, dev_idx, ({T} *)out[0].data);
         SG_CUDA_CHECK(err, "the device gather");
     }}
+    if (dev_idx) cudaFree(dev_idx);
     return 0;
 }}
 """
     return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
-                   version=1)
+                   version=2)
 
 
 _STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
 
 
 def scatter_add_lowering(op, node):
-    """CUDA of ``inc_subtensor(x[i0, i1, ...], y)``: a copy of x, then atomic adds
-    (repeated indices accumulate, as ``np.add.at``)."""
+    """CUDA of ``inc_subtensor(x[i0, ..., ik], y)``: a copy of x, then atomic
+    adds of y (broadcast to (count,) + x's trailing shape); repeated indices
+    accumulate, as ``np.add.at``."""
     if index_reason(node) is not None:
         return None
     x, y = node.inputs[0], node.inputs[1]
-    n = x.ndim
-    T = c_type(x.dtype)
+    n, k = x.ndim, len(node.inputs) - 2
+    t = n - k                     # trailing dimensions, taken whole
+    T = storage_type(x.dtype)
     name = c_string(op, printf=True, limit=80)
     source = f"""
 __global__ void SG_FN(copy)(int64_t total, int n, const char *x, sg_cuda_strides st,
@@ -185,18 +196,28 @@ __global__ void SG_FN(copy)(int64_t total, int n, const char *x, sg_cuda_strides
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
          j += (int64_t)blockDim.x * gridDim.x) {{
         int64_t rem = j, off = 0;
-        for (int k = n - 1; k >= 0; k--) {{ off += (rem % shape.s[k]) * st.s[k]; rem /= shape.s[k]; }}
+        for (int d = n - 1; d >= 0; d--) {{ off += (rem % shape.s[d]) * st.s[d]; rem /= shape.s[d]; }}
         out[j] = *(const {T} *)(x + off);
     }}
 }}
 
-__global__ void SG_FN(scatter)(int64_t count, int n, const char *y, int64_t ystride,
-                               sg_cuda_strides ost, const int64_t *idx, {T} *out) {{
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count;
-         j += (int64_t)blockDim.x * gridDim.x) {{
-        int64_t off = 0;
-        for (int k = 0; k < n; k++) off += idx[k * count + j] * ost.s[k];
-        atomicAdd(out + off, *(const {T} *)(y + j * ystride));
+/* y is seen as (count, trailing...): ys its byte strides (0 where broadcast),
+ * ost the output's element strides, shape x's shape */
+__global__ void SG_FN(scatter)(int64_t count, int64_t inner, int k, int n, const char *y,
+                               sg_cuda_strides ys, sg_cuda_strides ost, sg_cuda_strides shape,
+                               const int64_t *idx, {T} *out) {{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count * inner;
+         e += (int64_t)blockDim.x * gridDim.x) {{
+        const int64_t j = e / inner;
+        int64_t rem = e % inner, off = 0, yoff = j * ys.s[0];
+        for (int q = 0; q < k; q++) off += idx[q * count + j] * ost.s[q];
+        for (int d = n - 1; d >= k; d--) {{
+            const int64_t i = rem % shape.s[d];
+            rem /= shape.s[d];
+            off += i * ost.s[d];
+            yoff += i * ys.s[1 + d - k];
+        }}
+        atomicAdd(out + off, *(const {T} *)(y + yoff));
     }}
 }}
 
@@ -208,17 +229,29 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const int IDX_KIND[] = {_kinds(node.inputs[2:])};
-{_index_code(2, n, name)}
-    if ({y.ndim} == 1 && in[1].shape[0] != count && in[1].shape[0] != 1) {{
-        if (dev_idx) cudaFree(dev_idx);
-        SG_FAIL(err, SG_ERR_VALUE, "{name}: the value has %lld entries for %lld indexed "
-                "elements", (long long)in[1].shape[0], (long long)count);
+{_index_code(2, k, name)}
+    /* y, right-aligned against (count, trailing...), broadcast where its size is 1 */
+    sg_cuda_strides ys;
+    const int lead = {1 + t} - {y.ndim};
+    for (int p = 0; p < {1 + t}; p++) {{
+        const int64_t want = p == 0 ? count : in[0].shape[{k} + p - 1];
+        const int d = p - lead;
+        ys.s[p] = 0;
+        if (d < 0 || in[1].shape[d] == 1) continue;
+        if (in[1].shape[d] != want) {{
+            if (dev_idx) cudaFree(dev_idx);
+            SG_FAIL(err, SG_ERR_VALUE, "{name}: the value has %lld entries along its dimension "
+                    "%d where the indexed elements have %lld", (long long)in[1].shape[d], d,
+                    (long long)want);
+        }}
+        ys.s[p] = in[1].strides[d];
     }}
     sg_cuda_strides st, shape, ost;
-    int64_t total = 1, step = 1;
-    for (int k = {n} - 1; k >= 0; k--) {{
-        st.s[k] = in[0].strides[k]; shape.s[k] = in[0].shape[k];
-        ost.s[k] = step; step *= in[0].shape[k]; total *= in[0].shape[k];
+    int64_t total = 1, step = 1, inner = 1;
+    for (int d = {n} - 1; d >= 0; d--) {{
+        st.s[d] = in[0].strides[d]; shape.s[d] = in[0].shape[d];
+        ost.s[d] = step; step *= in[0].shape[d]; total *= in[0].shape[d];
+        if (d >= {k}) inner *= in[0].shape[d];
     }}
     if (total > 0) {{
         int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
@@ -226,20 +259,19 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         SG_LAUNCH(SG_FN(copy), (unsigned)blocks, {BLOCK}, 0, total, {n}, in[0].data, st, shape,
                   ({T} *)out[0].data);
     }}
-    if (count > 0) {{
-        int64_t ystride = ({y.ndim} == 0 || in[1].shape[0] == 1) ? 0 : in[1].strides[0];
-        int64_t blocks = (count + {BLOCK} - 1) / {BLOCK};
+    if (count > 0 && inner > 0) {{
+        int64_t blocks = (count * inner + {BLOCK} - 1) / {BLOCK};
         if (blocks > 4096) blocks = 4096;
-        SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, count, {n}, in[1].data, ystride,
-                  ost, dev_idx, ({T} *)out[0].data);
-        cudaFree(dev_idx);
+        SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, count, inner, {k}, {n},
+                  in[1].data, ys, ost, shape, dev_idx, ({T} *)out[0].data);
     }}
+    if (dev_idx) cudaFree(dev_idx);
     SG_CUDA_CHECK(err, "the device scatter-add");
     return 0;
 }}
 """
     return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
-                   version=1)
+                   version=2)
 
 
 def alloc_lowering(op, node):
@@ -249,7 +281,7 @@ def alloc_lowering(op, node):
         return None
     value, out = node.inputs[0], node.outputs[0]
     n, lead = out.ndim, out.ndim - node.inputs[0].ndim
-    T = c_type(out.dtype)
+    T = storage_type(out.dtype)
     source = f"""
 __global__ void SG_FN(kernel)(int64_t total, int n, const char *v, sg_cuda_strides vst,
                               sg_cuda_strides shape, {T} *out) {{
@@ -314,7 +346,7 @@ def inc_subtensor_lowering(op, node):
         return None
     x = node.inputs[0]
     n = x.ndim
-    T = c_type(x.dtype)
+    T = storage_type(x.dtype)
     sub_ndim = n - sum(1 for e in op.idx_list if not isinstance(e, SliceSpec))
     update = "=" if op.set_instead_of_inc else "+="
     source = f"""

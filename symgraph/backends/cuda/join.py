@@ -6,7 +6,8 @@ sizes read on the host.
 """
 
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_literal, c_type, has_c_type
+from symgraph.backends.c_family.c_types import c_literal, has_c_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["join_reason", "join_lowering", "eye_lowering"]
@@ -18,7 +19,7 @@ BLOCK = 256
 def join_reason(node):
     """None when the Join/Eye ``node`` runs on the device, else why not."""
     dtype = str(node.outputs[0].dtype)
-    if not has_c_type(dtype) or dtype == "float16":
+    if not has_c_type(dtype):
         return f"dtype {dtype} has no CUDA code yet"
     if node.outputs[0].ndim > MAX_DIMS:
         return f"more than {MAX_DIMS} dimensions"
@@ -30,7 +31,7 @@ def join_lowering(op, node):
     if join_reason(node) is not None:
         return None
     n_in, ndim, axis = len(node.inputs), node.outputs[0].ndim, op.axis
-    T = c_type(node.outputs[0].dtype)
+    T = storage_type(node.outputs[0].dtype)
     name = c_string(op, printf=True, limit=60)
     source = f"""
 typedef struct {{ int64_t shape[{ndim}], src[{ndim}], dst[{ndim}]; }} SG_FN(geom);
@@ -89,10 +90,10 @@ def eye_lowering(op, node):
     """CUDA of Eye(n, m, k): the sizes and the diagonal read on the host."""
     if join_reason(node) is not None:
         return None
-    T = c_type(node.outputs[0].dtype)
+    T = storage_type(node.outputs[0].dtype)
     one, zero = c_literal(1, op.dtype), c_literal(0, op.dtype)
     kinds = [str(v.dtype) for v in node.inputs]
-    reads = [f"(int64_t)*(const {c_type(d)} *)in[{i}].data" for i, d in enumerate(kinds)]
+    reads = [f"(int64_t)*(const {storage_type(d)} *)in[{i}].data" for i, d in enumerate(kinds)]
     source = f"""
 __global__ void SG_FN(kernel)(int64_t n, int64_t m, int64_t k, {T} *out) {{
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n * m;

@@ -10,14 +10,15 @@ out of range is the CPU's IndexError, with its row.
 """
 
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_compute_type, c_type
+from symgraph.backends.c_family.c_types import c_compute_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["nnet_reason", "softmax_lowering", "softmax_grad_lowering", "xent_lowering",
            "xent_grad_lowering"]
 
 BLOCK = 256
-_DTYPES = ("float32", "float64")
+_DTYPES = ("float16", "float32", "float64")
 
 # Row i's maximum ``m`` (NaN wins) and sum of exponentials ``s`` of x - m: what
 # softmax, log-softmax and the cross-entropy all start from.
@@ -69,7 +70,7 @@ def nnet_reason(node):
     """None when the softmax-family ``node`` runs on the device, else why not."""
     floats = [v for v in node.inputs + node.outputs if str(v.dtype).startswith("float")]
     if any(str(v.dtype) not in _DTYPES for v in floats):
-        return "only float32 and float64 softmax rows run on the device"
+        return "only float16, float32 and float64 softmax rows run on the device"
     axis = getattr(node.op, "axis", -1)
     matrix = node.inputs[-1] if type(node.op).__name__ == "SoftmaxGrad" else node.inputs[0]
     if type(node.op).__name__.startswith(("Softmax", "LogSoftmax")) and hasattr(node.op, "axis"):
@@ -79,10 +80,10 @@ def nnet_reason(node):
 
 
 def _header(dtype, what):
-    return (f"#define T {c_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
+    return (f"#define T {storage_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
             f"#define WHAT {c_string(what, quote=True, limit=120)}\n"
-            f"#define SG_EXP(v) {'expf' if dtype == 'float32' else 'exp'}(v)\n"
-            f"#define SG_LOG(v) {'logf' if dtype == 'float32' else 'log'}(v)\n")
+            f"#define SG_EXP(v) {'exp' if dtype == 'float64' else 'expf'}(v)\n"
+            f"#define SG_LOG(v) {'log' if dtype == 'float64' else 'logf'}(v)\n")
 
 
 _FOOTER = "\n#undef T\n#undef ACC\n#undef WHAT\n#undef SG_EXP\n#undef SG_LOG\n"
@@ -210,7 +211,7 @@ def _targets_code(target_input, rows_expr, cols_expr, name):
 
 def _target_macros(node, position):
     dtype = str(node.inputs[position].dtype)
-    return (f"#define TARGET {c_type(dtype)}\n#define TARGET_SIZE sizeof({c_type(dtype)})\n"
+    return (f"#define TARGET {storage_type(dtype)}\n#define TARGET_SIZE sizeof({storage_type(dtype)})\n"
             f"#define TARGET_UNSIGNED {1 if dtype.startswith('uint') else 0}\n")
 
 

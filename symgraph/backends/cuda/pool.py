@@ -13,7 +13,7 @@ from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen
-from symgraph.backends.cuda.elemwise import storage_type
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["pool_reason", "pool_lowering"]

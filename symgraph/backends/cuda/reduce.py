@@ -12,11 +12,12 @@ reduction with the CPU's message.
 """
 
 from symgraph.backends.c_family.c_text import c_string
-from symgraph.backends.c_family.c_types import c_compute_type, c_literal, c_type, has_c_type
+from symgraph.backends.c_family.c_types import c_compute_type, c_literal, has_c_type
 from symgraph.backends.c_family.scalar_base import c_ctype
 from symgraph.backends.c_family.scalar_c import (c_body, c_error_messages, c_input_dtypes,
                                                  c_support, language)
 from symgraph.backends.cpu.reduce.lowering import accumulator_dtype, reduction_kind
+from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["MAX_DIMS", "reduce_reason", "careduce_lowering", "fused_reduce_lowering",
@@ -67,7 +68,7 @@ def reduce_reason(node):
         return f"no CUDA code for {type(red).__name__} yet"
     dtypes = [str(v.dtype) for v in node.inputs + node.outputs]
     for dtype in dtypes:
-        if dtype == "float16" or not has_c_type(dtype):
+        if not has_c_type(dtype):
             return f"dtype {dtype} has no CUDA reduction code yet"
     if node.inputs[0].ndim > MAX_DIMS:
         return f"more than {MAX_DIMS} dimensions"
@@ -111,9 +112,9 @@ def _lowering(op, node):
     acc_dtype = accumulator_dtype(red, kind, value_dtype, out_dtype)
     acc = "int" if kind in ("all", "any") else c_compute_type(acc_dtype)
     n_in = len(in_dtypes)
-    params = ", ".join([f"const {c_type(d)} *__restrict__ a{i}" for i, d in enumerate(in_dtypes)]
-                       + [f"{c_type(out_dtype)} *__restrict__ o"])
-    loads = "\n".join(f"            const {c_ctype(w)} x{i} = ({c_ctype(w)})*(const {c_type(d)} *)"
+    params = ", ".join([f"const {storage_type(d)} *__restrict__ a{i}" for i, d in enumerate(in_dtypes)]
+                       + [f"{storage_type(out_dtype)} *__restrict__ o"])
+    loads = "\n".join(f"            const {c_ctype(w)} x{i} = ({c_ctype(w)})*(const {storage_type(d)} *)"
                       f"((const char *)a{i} + off{i});" for i, (d, w) in enumerate(zip(in_dtypes,
                                                                                        want)))
     declare = " ".join(f"int64_t base{i} = 0;" for i in range(n_in))
@@ -121,8 +122,8 @@ def _lowering(op, node):
     offsets = " ".join(f"int64_t off{i} = base{i};" for i in range(n_in))
     red_offsets = " ".join(f"off{i} += idx * g.red_st[{i}][d];" for i in range(n_in))
     value = "(v != 0)" if kind in ("all", "any") else f"({acc})v"
-    args = ", ".join([f"(const {c_type(d)} *)in[{i}].data" for i, d in enumerate(in_dtypes)]
-                     + [f"({c_type(out_dtype)} *)out[0].data"])
+    args = ", ".join([f"(const {storage_type(d)} *)in[{i}].data" for i, d in enumerate(in_dtypes)]
+                     + [f"({storage_type(out_dtype)} *)out[0].data"])
     name = c_string(op, printf=True, limit=120)
     empty_check = ""
     if kind in ("max", "min"):
@@ -163,7 +164,7 @@ __global__ void SG_FN(kernel)(SG_FN(geom) g, {params}) {{
             }}
             __syncthreads();
         }}
-        if (threadIdx.x == 0) o[j] = ({c_type(out_dtype)})partial[0];
+        if (threadIdx.x == 0) o[j] = ({storage_type(out_dtype)})partial[0];
         __syncthreads();
     }}
 }}
@@ -238,7 +239,7 @@ typedef struct {{ int64_t n_out, n_red; int nkeep, nred;
                  int64_t keep_shape[{keep_n}], red_shape[{red_n}];
                  int64_t keep_st[{keep_n}], red_st[{red_n}]; }} SG_FN(geom);
 
-__global__ void SG_FN(kernel)(SG_FN(geom) g, const {c_type(dtype)} *__restrict__ a, int64_t *o) {{
+__global__ void SG_FN(kernel)(SG_FN(geom) g, const {storage_type(dtype)} *__restrict__ a, int64_t *o) {{
     __shared__ {acc} best_v[{BLOCK}];
     __shared__ int64_t best_i[{BLOCK}];
     for (int64_t j0 = blockIdx.x; j0 < g.n_out; j0 += gridDim.x) {{
@@ -252,7 +253,7 @@ __global__ void SG_FN(kernel)(SG_FN(geom) g, const {c_type(dtype)} *__restrict__
             for (int d = g.nred - 1; d >= 0; d--) {{
                 off += (rem2 % g.red_shape[d]) * g.red_st[d]; rem2 /= g.red_shape[d];
             }}
-            {acc} v = ({acc})*(const {c_type(dtype)} *)((const char *)a + off);
+            {acc} v = ({acc})*(const {storage_type(dtype)} *)((const char *)a + off);
             int64_t i = r;
             if (j < 0 || {beats}) {{ w = v; j = i; }}
         }}
@@ -300,7 +301,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     }}
     if (g.n_out == 0) return 0;
     int64_t blocks = g.n_out < {MAX_BLOCKS} ? g.n_out : {MAX_BLOCKS};
-    SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, g, (const {c_type(dtype)} *)in[0].data,
+    SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, g, (const {storage_type(dtype)} *)in[0].data,
               (int64_t *)out[0].data);
     SG_CUDA_CHECK(err, "the {op.word} kernel");
     return 0;
