@@ -23,6 +23,7 @@ import numpy as np
 
 from symgraph.backends.native.assemble import MANIFEST_SYMBOL, kernel_prefix
 from symgraph.backends.native.kernel import COMPUTE, INPLACE, VIEW, VIEW_OR_COPY
+from symgraph.backends.native.lazy import is_select, set_branch_guards
 from symgraph.backends.protocol import get_backend
 from symgraph.config import config
 from symgraph.graph.basic import Constant
@@ -502,7 +503,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         backend_of[node] = backend
         kernel = node_kernel(node, backend) if linker in ("c", "c|py") else None
         if kernel is None:
-            if linker == "c" and not _is_select(node):
+            if linker == "c" and not is_select(node):
                 raise NoNativeCodeError(
                     f"linker=c: {node.op} has no native code for {node}"
                     f"{_origin(node)}; use linker='c|py' to run such nodes in Python")
@@ -534,7 +535,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
         ins = tuple(slot_of[v] for v in node.inputs)
         outs = tuple(slot_of[v] for v in node.outputs)
         key = node_keys.get(node)
-        if _is_select(node):
+        if is_select(node):
             steps.append((2, node.op.as_view, ins, outs,
                           tuple(np.dtype(o.dtype).num for o in node.outputs)))
         elif key is None or key not in addresses:
@@ -561,31 +562,9 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
-    _set_branch_guards(program, fgraph, order, step_nodes, slot_of)
+    set_branch_guards(program, fgraph, order, step_nodes, slot_of)
     return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
                          python_nodes, libraries)
-
-
-def _is_select(node):
-    """True for an IfElse on arrays, which the runtime runs itself (a select step)."""
-    from symgraph.backends.c_family.c_types import has_c_type
-    from symgraph.ops.ifelse import IfElse
-
-    return isinstance(node.op, IfElse) and all(
-        var.type.__class__.__name__ == "TensorType" and has_c_type(var.type.dtype)
-        for var in node.inputs + node.outputs)
-
-
-def _set_branch_guards(program, fgraph, order, step_nodes, slot_of):
-    """Lazy ifelse: each step of a node that only a branch needs (and the check
-    steps around it) runs only when that branch is taken."""
-    from symgraph.ops.ifelse import branch_guards
-
-    guards = branch_guards(fgraph.outputs, order)
-    for index, node in enumerate(step_nodes):
-        if node in guards:
-            program.set_guards(index, tuple((slot_of[cond], truth)
-                                            for cond, truth in guards[node]))
 
 
 def _native_step(kernel, addresses, node, ins, outs, allocator=0):
