@@ -8,7 +8,7 @@ system's result is checked against NumPy's loop first.
 
 import numpy as np
 
-from common import Row, jax_setup, measure, pytensor_modes, torch_setup
+from common import Row, jax_setup, measure, torch_setup
 from w_runtime import _check, _theano_likes
 
 #: The RNN: batch, input width, hidden width, steps.
@@ -216,4 +216,4 @@ def s3(ctx):
                 note="a whole call (10,000 steps) divided by 10,000: call overhead included")]
 
 
-__all__ = ["s1", "s2", "s3", "pytensor_modes"]
+__all__ = ["s1", "s2", "s3"]

@@ -189,10 +189,7 @@ def _reader(seq, reverse):
 class _RecBuffer:
     """The storage of one recurrent output: whole history or ring."""
 
-    def __init__(self, op, k, init, n_steps, spare=0):
-        """``spare``: entries a ring holds beyond its taps' (the native loop
-        writes step t's entry while the step still reads its taps: one more
-        entry keeps them apart)."""
+    def __init__(self, op, k, init, n_steps):
         info = op.info
         self.op, self.k = op, k
         self.taps = info.rec_taps[k]
@@ -207,7 +204,7 @@ class _RecBuffer:
         self.elem_shape = init.shape[1:]
         keep = info.rec_keep[k]
         self.keep = keep
-        self.size = lag + n_steps if keep == 0 else max(keep, lag + spare)
+        self.size = lag + n_steps if keep == 0 else max(keep, lag)
         self.ring = keep != 0
         self.buf = np.empty((self.size,) + self.elem_shape, dtype=init.dtype)
         # The initial entries sit at positions 0..lag-1, which a ring of
