@@ -38,16 +38,15 @@ class ScanProfile:
         """Run the node, timed: through ``loop`` (a NativeScan, whose runtime
         Loop times the step's kernels itself) when given, else the Python loop."""
         if loop is not None:
-            self.native = True
             start = time.perf_counter()
-            try:
-                steps, seconds = loop.run(node, inputs, output_storage)
-            finally:
+            ran = loop.run(node, inputs, output_storage)   # None: the Python loop's work
+            if ran is not None:
                 self.loop_time += time.perf_counter() - start
                 self.calls += 1
-            self.steps += steps
-            self.step_time += seconds
-            return
+                self.native = True
+                self.steps += ran[0]
+                self.step_time += ran[1]
+                return
 
         def timed(*args):
             start = time.perf_counter()

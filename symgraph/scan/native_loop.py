@@ -108,13 +108,16 @@ class NativeScan:
 
     def run(self, node, inputs, output_storage):
         """Run ``node`` on ``inputs``; returns the steps run and the seconds
-        its kernels took (measured only while the step function is profiled)."""
+        its kernels took (measured only while the step function is profiled),
+        or None, having run nothing, when a value is not an array the step's
+        kernels take as it is (another dtype, unaligned: the Python loop
+        converts it)."""
         op = self.op
         n_steps, seqs = loop_inputs(op, inputs)
         seqs = tuple(inputs[i][::-1] if rev else inputs[i] for i, rev in self.seqs)
         rec_args = []
         for k, (index, lag, keep, _) in enumerate(self.recs):
-            init = inputs[index]
+            init = np.asarray(inputs[index])
             if init.shape[0] < lag:
                 _RecBuffer(op, k, init, n_steps)   # raises the Python loop's error
             # A ring is one entry longer than the taps: step t writes its entry
@@ -123,10 +126,14 @@ class NativeScan:
             buf = np.empty((size,) + init.shape[1:], dtype=init.dtype)
             buf[:lag] = init[:lag]
             rec_args.append((buf, size if keep else 0, lag))
-        nonseqs = tuple(inputs[i] for i in self.nonseqs)
+        nonseqs = tuple(np.asarray(inputs[i]) for i in self.nonseqs)
         try:
             done, arrays, seconds = self.loop.run(n_steps, seqs, tuple(rec_args), nonseqs,
                                                   self.mapped)
+        except TypeError as exc:
+            if str(exc).startswith("Loop.run:"):
+                return None
+            raise _explain(op, self.loop, self.inner, n_steps, inputs, exc) from exc
         except Exception as exc:  # noqa: BLE001 - re-raised as the Python loop would
             raise _explain(op, self.loop, self.inner, n_steps, inputs, exc) from exc
         for (_, lag, keep, out), (buf, size, _) in zip(self.recs, rec_args):

@@ -192,9 +192,7 @@ class Scan(Op):
         inner = self.inner_function(node)
         loop = self.native_loop(node, inner)
         if not self.profile:
-            if loop is not None:
-                loop.run(node, inputs, output_storage)
-            else:
+            if loop is None or loop.run(node, inputs, output_storage) is None:
                 run_scan(self, node, inputs, output_storage, inner)
             return
         stats = getattr(node.tag, "scan_profile", None)

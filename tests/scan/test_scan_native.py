@@ -294,3 +294,22 @@ def test_lazy_ifelse_in_the_native_loop(rng):
     native, python = _both(f, iv, xv)
     _same(native, python)
     np.testing.assert_allclose(native[1], [xv[0] * 2, -1, xv[3] * 2, -1, xv[1] * 2])
+
+
+def test_values_the_kernels_cannot_take_go_through_the_python_loop(rng):
+    x = T.dvector("x")
+    out, _ = symgraph.scan(lambda e, acc: acc * 0.5 + e, sequences=x,
+                           outputs_info=T.constant(0.0))
+    f = _function([x], out)
+    node = next(n for n in f.maker.fgraph.toposort() if isinstance(n.op, Scan))
+    scan = _loops(f)[0]
+    assert scan is not None
+    values = [np.array(3), rng.normal(size=3).astype(">f8"), np.zeros(1)]
+    storage = [[None] for _ in node.outputs]
+    assert scan.run(node, values, storage) is None     # byte-swapped: not run
+    node.op.perform(node, values, storage)             # the Python loop's result
+    expected, acc = [], 0.0
+    for e in values[1]:
+        acc = acc * 0.5 + e
+        expected.append(acc)
+    np.testing.assert_allclose(storage[0][0][-3:], expected)
