@@ -241,3 +241,9 @@ def conv3d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None,
     return _grad_weights(3, "conv3d_grad_wrt_weights", input, output_grad, filter_shape,
                          input_shape, border_mode, subsample, filter_flip, filter_dilation,
                          num_groups, False)
+
+
+from symgraph.tensor.nnet.conv_variants import (  # noqa: E402,F401  (Theano's path)
+    causal_conv1d, separable_conv2d, separable_conv3d)
+
+__all__ += ["causal_conv1d", "separable_conv2d", "separable_conv3d"]
