@@ -5,28 +5,9 @@ CPU's kernels; parameter shape errors as on the CPU."""
 import numpy as np
 import pytest
 
-import symgraph
 import symgraph.tensor as T
-from symgraph.ops.device_op import OnDevice
 from symgraph.tensor.nnet.bn import batch_normalization_test, batch_normalization_train
-from tests.gpu.device_flags import DEVICE
-
-
-def _both(inputs, outputs):
-    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
-        dev = symgraph.function(inputs, outputs)
-    return dev, symgraph.function(inputs, outputs)
-
-
-def _on_device(f):
-    return {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
-            if isinstance(n.op, OnDevice)}
-
-
-def _same(got, want, tol):
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g.astype("f8"), w.astype("f8"), rtol=tol, atol=tol)
+from tests.gpu.compare import assert_same, device_and_cpu, device_op_names
 
 
 @pytest.mark.parametrize("axes,shape", [("per-activation", (7, 3, 2)),
@@ -48,11 +29,11 @@ def test_train_running_averages_and_gradient(axes, shape, dtype):
         x, gamma, beta, axes=axes, running_mean=rm, running_var=rv, running_average_factor=0.3)
     cost = (out * out * np.arange(shape[-1], dtype=dtype)).sum()
     outs = [out, mean, invstd, new_rm, new_rv] + T.grad(cost, [x, gamma, beta])
-    dev, cpu = _both([x, gamma, beta, rm, rv], outs)
-    assert {"AbstractBatchNormTrain", "AbstractBatchNormTrainGrad"} <= _on_device(dev)
+    dev, cpu = device_and_cpu([x, gamma, beta, rm, rv], outs)
+    assert {"AbstractBatchNormTrain", "AbstractBatchNormTrainGrad"} <= device_op_names(dev)
     args = [(rng.standard_normal(shape) * 3 + 10).astype(dtype)] + \
         [rng.random(pshape).astype(dtype) + 0.5 for _ in range(4)]
-    _same(dev(*args), cpu(*args), 2e-4 if dtype == "float32" else 1e-10)
+    assert_same(dev(*args), cpu(*args), 2e-4 if dtype == "float32" else 1e-10)
 
 
 def test_inference_float16_and_strided_input():
@@ -60,18 +41,18 @@ def test_inference_float16_and_strided_input():
     x = T.tensor4("x", dtype="float16")
     params = [T.TensorType("float16", shape=(1, None, 1, 1))(n) for n in "gbmv"]
     y = batch_normalization_test(x.dimshuffle(0, 3, 2, 1), *params, axes="spatial")
-    dev, cpu = _both([x] + params, y)
-    assert "AbstractBatchNormInference" in _on_device(dev)
+    dev, cpu = device_and_cpu([x] + params, y)
+    assert "AbstractBatchNormInference" in device_op_names(dev)
     args = [rng.standard_normal((2, 5, 4, 3)).astype("float16")] + \
         [(rng.random((1, 3, 1, 1)) + 0.5).astype("float16") for _ in range(4)]
-    _same([dev(*args)], [cpu(*args)], 2e-2)
+    assert_same([dev(*args)], [cpu(*args)], 2e-2)
 
 
 def test_parameter_shape_errors_are_the_cpus():
     x = T.matrix("x")
     g, b = T.row("g"), T.row("b")
     out = batch_normalization_train(x, g, b)[0]
-    dev, cpu = _both([x, g, b], out)
+    dev, cpu = device_and_cpu([x, g, b], out)
     args = (np.ones((4, 3)), np.ones((1, 2)), np.ones((1, 3)))
     for f in (dev, cpu):
         with pytest.raises(ValueError, match=r"scale has shape \(1, 2\), but x of shape "

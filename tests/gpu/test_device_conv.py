@@ -5,32 +5,13 @@ kernels, on odd shapes; errors as on the CPU."""
 import numpy as np
 import pytest
 
-import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
 from symgraph.tensor import nnet
-from tests.gpu.device_flags import DEVICE
+from tests.gpu.compare import assert_same, device_and_cpu, device_op_names
 
 
-
-def _device_ops(f):
-    return {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
-            if isinstance(n.op, OnDevice)}
-
-
-def _both(inputs, outputs, dtype="float32"):
-    """The function on the emulated device and on the CPU."""
-    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
-        dev = symgraph.function(inputs, outputs)
-    return dev, symgraph.function(inputs, outputs)
-
-
-def _close(got, want, dtype):
-    tol = {"float16": 2e-2, "float32": 2e-4, "float64": 1e-10}[dtype]
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g.astype("f8"), w.astype("f8"), rtol=tol, atol=tol)
-
+TOL = {"float16": 2e-2, "float32": 2e-4, "float64": 1e-10}
 
 CASES_2D = [
     # image shape, filter shape, keyword arguments of conv2d
@@ -50,11 +31,11 @@ def test_conv2d_and_its_gradients_match_the_cpu(ishape, kshape, kwargs):
     y = nnet.conv2d(x, w, **kwargs)
     cost = (y * y).sum()
     outs = [y] + T.grad(cost, [x, w])
-    dev, cpu = _both([x, w], outs)
-    assert {"DnnConv", "DnnConvGradI", "DnnConvGradW"} <= _device_ops(dev)
+    dev, cpu = device_and_cpu([x, w], outs)
+    assert {"DnnConv", "DnnConvGradI", "DnnConvGradW"} <= device_op_names(dev)
     a = rng.standard_normal(ishape).astype("f")
     b = rng.standard_normal(kshape).astype("f")
-    _close(dev(a, b), cpu(a, b), "float32")
+    assert_same(dev(a, b), cpu(a, b), 2e-4)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float64"])
@@ -63,11 +44,11 @@ def test_conv2d_dtypes(dtype):
     x, w = T.tensor4("x", dtype=dtype), T.tensor4("w", dtype=dtype)
     y = nnet.conv2d(x, w, border_mode="half")
     outs = [y] + T.grad(y.sum(), [x, w])
-    dev, cpu = _both([x, w], outs, dtype)
-    assert "DnnConv" in _device_ops(dev)
+    dev, cpu = device_and_cpu([x, w], outs)
+    assert "DnnConv" in device_op_names(dev)
     a = rng.standard_normal((2, 3, 5, 6)).astype(dtype)
     b = (rng.standard_normal((2, 3, 3, 3)) / 3).astype(dtype)
-    _close(dev(a, b), cpu(a, b), dtype)
+    assert_same(dev(a, b), cpu(a, b), TOL[dtype])
 
 
 def test_conv3d_and_its_gradients_match_the_cpu():
@@ -76,11 +57,11 @@ def test_conv3d_and_its_gradients_match_the_cpu():
     y = nnet.conv3d(x, w, border_mode=(1, 0, 1), subsample=(1, 2, 1),
                     filter_dilation=(1, 1, 2))
     outs = [y] + T.grad((y ** 2).sum(), [x, w])
-    dev, cpu = _both([x, w], outs)
-    assert {"DnnConv", "DnnConvGradI", "DnnConvGradW"} <= _device_ops(dev)
+    dev, cpu = device_and_cpu([x, w], outs)
+    assert {"DnnConv", "DnnConvGradI", "DnnConvGradW"} <= device_op_names(dev)
     a = rng.standard_normal((2, 2, 5, 6, 7)).astype("f")
     b = rng.standard_normal((3, 2, 2, 3, 2)).astype("f")
-    _close(dev(a, b), cpu(a, b), "float32")
+    assert_same(dev(a, b), cpu(a, b), 2e-4)
 
 
 def test_bias_relu_epilogue_and_strided_inputs():
@@ -90,29 +71,29 @@ def test_bias_relu_epilogue_and_strided_inputs():
     xs = x.dimshuffle(0, 1, 3, 2)[:, :, ::2]
     y = nnet.relu(nnet.conv2d(xs, w[:, :, ::-1]) + b.dimshuffle("x", 0, "x", "x"))
     outs = [y] + T.grad((y * y).sum(), [x, w, b])
-    dev, cpu = _both([x, w, b], outs)
+    dev, cpu = device_and_cpu([x, w, b], outs)
     conv = [n.op.op for n in dev.maker.fgraph.toposort()
             if isinstance(n.op, OnDevice) and type(n.op.op).__name__ == "DnnConv"]
     assert conv and conv[0].bias and conv[0].activation == "relu"
     args = (rng.standard_normal((3, 2, 9, 12)).astype("f"),
             rng.standard_normal((4, 2, 3, 3)).astype("f"),
             rng.standard_normal(4).astype("f"))
-    _close(dev(*args), cpu(*args), "float32")
+    assert_same(dev(*args), cpu(*args), 2e-4)
 
 
 def test_empty_batch_and_empty_channels():
     x, w = T.tensor4("x"), T.tensor4("w")
     y = nnet.conv2d(x, w)
     outs = [y] + T.grad(y.sum(), [x, w])
-    dev, cpu = _both([x, w], outs)
+    dev, cpu = device_and_cpu([x, w], outs)
     for a, b in [(np.zeros((0, 2, 4, 4), "f"), np.ones((3, 2, 2, 2), "f")),
                  (np.ones((2, 0, 4, 4), "f"), np.ones((3, 0, 2, 2), "f"))]:
-        _close(dev(a, b), cpu(a, b), "float32")
+        assert_same(dev(a, b), cpu(a, b), 2e-4)
 
 
 def test_shape_errors_are_the_cpus():
     x, w = T.tensor4("x"), T.tensor4("w")
-    dev, cpu = _both([x, w], nnet.conv2d(x, w))
+    dev, cpu = device_and_cpu([x, w], nnet.conv2d(x, w))
     a, b = np.ones((1, 3, 4, 4), "f"), np.ones((2, 2, 3, 3), "f")
     for f in (dev, cpu):
         with pytest.raises(ValueError, match="channels but the filters expect 2"):

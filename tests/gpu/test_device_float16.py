@@ -8,23 +8,10 @@ import symgraph
 import symgraph.tensor as T
 from symgraph.gpu import placement_report
 from symgraph.ops.device_op import OnDevice
+from tests.gpu.compare import assert_same, device_and_cpu
 from tests.gpu.device_flags import DEVICE
 
 H = "float16"
-
-
-def _both(inputs, outputs, **kwargs):
-    with symgraph.config.change_flags(**DEVICE, floatX=H):
-        dev = symgraph.function(inputs, outputs, **kwargs)
-    with symgraph.config.change_flags(floatX=H):
-        cpu = symgraph.function(inputs, outputs, **kwargs)
-    return dev, cpu
-
-
-def _close(got, want, tol=2e-2):
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.dtype, w.dtype)
-        np.testing.assert_allclose(g.astype("f8"), w.astype("f8"), rtol=tol, atol=tol)
 
 
 def test_products_reductions_softmax_and_indexing_in_float16():
@@ -35,14 +22,14 @@ def test_products_reductions_softmax_and_indexing_in_float16():
     outs = [T.dot(x, w), p, T.grad(T.sum(p * p), x), x.sum(axis=0), x.max(axis=1),
             T.argmax(x, axis=1), x[idx], T.concatenate([x, x * 2], axis=0),
             T.alloc(np.float16(1.5), 2, 3)]
-    dev, cpu = _both([x, w, idx], outs)
+    dev, cpu = device_and_cpu([x, w, idx], outs, floatX=H)
     assert not placement_report(dev).cpu_nodes, placement_report(dev)
     names = {type(n.op.op).__name__ for n in dev.maker.fgraph.toposort()
              if isinstance(n.op, OnDevice)}
     assert {"Dot", "Softmax", "Join", "AdvancedSubtensor"} <= names, names
     args = (rng.standard_normal((7, 5)).astype(H), (rng.standard_normal((5, 9)) / 3).astype(H),
             np.array([6, 0, 6, 2]))
-    _close(dev(*args), cpu(*args))
+    assert_same(dev(*args), cpu(*args), 2e-2)
 
 
 def test_a_float16_classifier_trains_on_the_device_as_on_the_cpu():

@@ -5,32 +5,12 @@ kernels; NaN and errors as on the CPU."""
 import numpy as np
 import pytest
 
-import symgraph
 import symgraph.tensor as T
-from symgraph.ops.device_op import OnDevice
 from symgraph.ops.pool import Pool
 from symgraph.ops.pool_argmax import (MaxPoolArgmaxGather, MaxPoolGradFromArgmax,
                                       MaxPoolWithArgmax)
 from symgraph.ops.pool_grad import AveragePoolGrad, DownsampleFactorMaxGradGrad, MaxPoolGrad
-from tests.gpu.device_flags import DEVICE
-
-
-
-def _both(inputs, outputs):
-    with symgraph.config.change_flags(**DEVICE, warn_float64="ignore"):
-        dev = symgraph.function(inputs, outputs)
-    return dev, symgraph.function(inputs, outputs)
-
-
-def _on_device(f):
-    return {type(n.op.op).__name__ for n in f.maker.fgraph.toposort()
-            if isinstance(n.op, OnDevice)}
-
-
-def _same(got, want, tol=1e-6):
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g.astype("f8"), w.astype("f8"), rtol=tol, atol=tol)
+from tests.gpu.compare import assert_same, device_and_cpu, device_op_names
 
 
 GEOMETRIES = [
@@ -50,10 +30,10 @@ def test_pool_2d_and_its_gradient(ws, stride, pad, ignore_border, mode):
     op = Pool(ndim=2, ignore_border=ignore_border, mode=mode, ws=ws, stride=stride, pad=pad)
     y = op(x)
     outs = [y, T.grad((y * y).sum(), x)]
-    dev, cpu = _both([x], outs)
-    assert "Pool" in _on_device(dev) or "MaxPoolWithArgmax" in _on_device(dev)
+    dev, cpu = device_and_cpu([x], outs)
+    assert "Pool" in device_op_names(dev) or "MaxPoolWithArgmax" in device_op_names(dev)
     a = rng.standard_normal((2, 3, 7, 9)).astype("f")
-    _same(dev(a), cpu(a), 1e-5)
+    assert_same(dev(a), cpu(a), 1e-5)
 
 
 def test_pool_3d_with_batch_dims_and_strided_input():
@@ -63,9 +43,9 @@ def test_pool_3d_with_batch_dims_and_strided_input():
     for mode in ("max", "average_exc_pad"):
         op = Pool(ndim=3, ignore_border=False, mode=mode, ws=(2, 2, 3), stride=(1, 2, 2))
         y = op(xs)
-        dev, cpu = _both([x], [y, T.grad(y.sum(), x)])
+        dev, cpu = device_and_cpu([x], [y, T.grad(y.sum(), x)])
         a = rng.standard_normal((2, 5, 3, 4, 5, 6)).astype("f")
-        _same(dev(a), cpu(a), 1e-5)
+        assert_same(dev(a), cpu(a), 1e-5)
 
 
 def test_each_gradient_op_on_the_device():
@@ -79,9 +59,9 @@ def test_each_gradient_op_on_the_device():
             DownsampleFactorMaxGradGrad(mode="max", **params)(x, maxout, ggx),
             MaxPoolArgmaxGather(mode="max", **params)(x, ggx, argmax),
             AveragePoolGrad(mode="average_inc_pad", **params)(x, gz)]
-    dev, cpu = _both([x, gz, ggx], outs)
+    dev, cpu = device_and_cpu([x, gz, ggx], outs)
     assert {"MaxPoolWithArgmax", "MaxPoolGradFromArgmax", "MaxPoolArgmaxGather",
-            "AveragePoolGrad"} <= _on_device(dev)
+            "AveragePoolGrad"} <= device_op_names(dev)
     a = rng.standard_normal((2, 2, 8, 5)).astype("f")
     a[0, 0, :2, :2] = 1.5                                   # ties: the first one wins
     a[1, 1, 3, 3] = np.nan                                  # NaN is the maximum
@@ -90,7 +70,7 @@ def test_each_gradient_op_on_the_device():
     gg = rng.standard_normal(a.shape).astype("f")
     got, want = dev(a, g, gg), cpu(a, g, gg)
     assert np.isnan(got[0]).any()
-    _same(got, want, 1e-6)
+    assert_same(got, want, 1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float64", "int32"])
@@ -98,17 +78,17 @@ def test_pool_dtypes(dtype):
     x = T.tensor4("x", dtype=dtype)
     op = Pool(ndim=2, ignore_border=False, mode="max" if dtype == "int32" else "average_exc_pad",
               ws=(2, 2))
-    dev, cpu = _both([x], [op(x)])
+    dev, cpu = device_and_cpu([x], [op(x)])
     a = (np.random.default_rng(3).standard_normal((1, 2, 5, 5)) * 10).astype(dtype)
-    _same(dev(a), cpu(a), 1e-3 if dtype == "float16" else 1e-12)
+    assert_same(dev(a), cpu(a), 1e-3 if dtype == "float16" else 1e-12)
 
 
 def test_empty_inputs_and_shape_errors():
     x, gz = T.tensor4("x"), T.tensor4("gz")
     params = dict(ndim=2, ignore_border=True, ws=(2, 2))
-    dev, cpu = _both([x, gz], [AveragePoolGrad(mode="sum", **params)(x, gz)])
-    _same(dev(np.zeros((0, 1, 4, 4), "f"), np.zeros((0, 1, 2, 2), "f")),
-          cpu(np.zeros((0, 1, 4, 4), "f"), np.zeros((0, 1, 2, 2), "f")))
+    dev, cpu = device_and_cpu([x, gz], [AveragePoolGrad(mode="sum", **params)(x, gz)])
+    empty = (np.zeros((0, 1, 4, 4), "f"), np.zeros((0, 1, 2, 2), "f"))
+    assert_same(dev(*empty), cpu(*empty), 1e-6)
     with pytest.raises(ValueError, match=r"the output gradient has shape \(1, 1, 3, 2\) but "
                                          r"pooling an input of shape \(1, 1, 4, 4\) gives"):
         dev(np.zeros((1, 1, 4, 4), "f"), np.zeros((1, 1, 3, 2), "f"))
