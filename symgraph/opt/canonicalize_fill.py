@@ -41,7 +41,7 @@ from symgraph.ops.elemwise import DimShuffle, Elemwise
 from symgraph.ops.reduce import Sum
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import node_rewriter
-from symgraph.opt.utils import conform, is_constant_value, owner_if, shape_feature
+from symgraph.opt.utils import conform, owner_if, shape_feature
 
 
 def _canonicalize(rewriter, *tags):
