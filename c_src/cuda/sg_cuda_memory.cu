@@ -66,8 +66,8 @@ static void release_cache(void) {
     }
 }
 
-/* A block of at least n bytes (*got: its size), or NULL with a MemoryError set. */
-static void *cache_alloc(size_t n, size_t *got) {
+/* A block of at least n bytes (*got: its size), or NULL (the device is full). */
+static void *cache_take(size_t n, size_t *got) {
     const size_t want = round_up(n);
     sg_block **best = NULL;
     for (sg_block **p = &cache_free; *p != NULL; p = &(*p)->next)
@@ -93,14 +93,21 @@ static void *cache_alloc(size_t n, size_t *got) {
     }
     if (rc != cudaSuccess || ptr == NULL) {
         cudaGetLastError();
-        PyErr_Format(PyExc_MemoryError,
-                     "out of device memory: %zu bytes requested, %zu bytes in use by symgraph "
-                     "(%s)", want, bytes_in_use, cudaGetErrorString(rc));
         return NULL;
     }
     device_mallocs++;
     bytes_in_use += want;
     *got = want;
+    return ptr;
+}
+
+/* cache_take, or NULL with a MemoryError set. */
+static void *cache_alloc(size_t n, size_t *got) {
+    void *ptr = cache_take(n, got);
+    if (ptr == NULL)
+        PyErr_Format(PyExc_MemoryError,
+                     "out of device memory: %zu bytes requested, %zu bytes in use by symgraph",
+                     round_up(n), bytes_in_use);
     return ptr;
 }
 
@@ -475,6 +482,15 @@ SG_EXPORT PyObject *sg_cuda_memory_stats(void) {
     return Py_BuildValue("{s:n,s:n,s:L,s:L}", "bytes_in_use", (Py_ssize_t)bytes_in_use,
                          "bytes_cached", (Py_ssize_t)bytes_cached, "device_mallocs",
                          device_mallocs, "device_frees", device_frees);
+}
+
+/* Scratch memory for kernels (index vectors, packed copies): a block of the
+ * cache, or NULL when the device is full (no Python error: kernels report
+ * through sg_error).  The runtime holds the GIL while kernels run, which
+ * serializes these with the allocator's other calls. */
+SG_EXPORT void *sg_cuda_scratch_get(size_t n, size_t *got) { return cache_take(n, got); }
+SG_EXPORT void sg_cuda_scratch_put(void *ptr, size_t size) {
+    if (ptr != NULL) cache_release(ptr, size);
 }
 
 /* Wait for every kernel launched so far; 0, or -1 with a RuntimeError set. */

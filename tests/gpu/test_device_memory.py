@@ -63,6 +63,24 @@ def test_the_cache_reuses_blocks_across_calls(emulated):
     f(data)                                                        # and it still runs
 
 
+def test_kernels_take_their_scratch_memory_from_the_cache(emulated):
+    # a gather copies its index vector to the device, the cross-entropy its
+    # targets: scratch blocks of the cache, not a cudaMalloc per call
+    x = T.fmatrix("x")
+    rows, y = T.lvector("rows"), T.lvector("y")
+    cost = T.nnet.categorical_crossentropy(T.nnet.softmax(x[rows]), y).mean()
+    f = symgraph.function([x, rows, y], [cost, T.grad(cost, x)])
+    a = np.random.default_rng(1).standard_normal((6, 3)).astype("f")
+    args = (a, np.array([0, 5, 5, 2]), np.array([1, 0, 2, 2]))
+    first = f(*args)
+    before = device_memory.memory_stats()
+    for _ in range(4):
+        again = f(*args)
+    assert device_memory.memory_stats()["device_mallocs"] == before["device_mallocs"]
+    for g, w in zip(again, first):
+        np.testing.assert_array_equal(g, w)
+
+
 def _limit(nbytes):
     lib = device_memory._library(True)     # the emulated device's build
     fn = lib.sg_cuda_emu_set_max_allocation

@@ -100,7 +100,14 @@ class CudaBackend(Backend):
             compiler.build_nvcc(source, out_path, what=what or "CUDA kernels")
 
     def prepare_library(self, lib, kernel):
-        """Nothing to set: CUDA kernels carry no global pointers yet."""
+        """Set the global pointers of ``kernel.symbols`` (the device memory
+        cache's scratch functions) in the loaded library."""
+        import ctypes
+
+        for name, address_fn in kernel.symbols:
+            cell = ctypes.c_void_p.in_dll(lib, name)
+            if not cell.value:
+                cell.value = address_fn()
 
 
 def _device_count():

@@ -13,6 +13,7 @@ indices) stay on the CPU.
 
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import has_c_type
+from symgraph.backends.cuda import scratch
 from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
@@ -87,10 +88,13 @@ def _index_code(first, n, name):
         }}
     }}
     int64_t *dev_idx = NULL;
+    size_t dev_idx_size = 0;
     if (count > 0) {{
-        if (cudaMalloc((void **)&dev_idx, (size_t)({n} * count) * sizeof(int64_t)) != cudaSuccess) {{
+        dev_idx = (int64_t *)sg_cu_scratch((size_t)({n} * count) * sizeof(int64_t), &dev_idx_size);
+        if (dev_idx == NULL) {{
             free(host);
-            SG_FAIL(err, SG_ERR_MEMORY, "no device memory for the indices");
+            SG_FAIL(err, SG_ERR_MEMORY, "{name}: no device memory for %lld indices",
+                    (long long)({n} * count));
         }}
         cudaMemcpy(dev_idx, host, (size_t)({n} * count) * sizeof(int64_t),
                    cudaMemcpyHostToDevice);
@@ -168,12 +172,12 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
                   st, shape, dev_idx, ({T} *)out[0].data);
         SG_CUDA_CHECK(err, "the device gather");
     }}
-    if (dev_idx) cudaFree(dev_idx);
+    sg_cu_scratch_release(dev_idx, dev_idx_size);
     return 0;
 }}
 """
-    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
-                   version=2)
+    return CKernel(source=source, support=(_READ_INDEX, _STRIDES, scratch.SUPPORT),
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=3)
 
 
 _STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
@@ -239,7 +243,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         ys.s[p] = 0;
         if (d < 0 || in[1].shape[d] == 1) continue;
         if (in[1].shape[d] != want) {{
-            if (dev_idx) cudaFree(dev_idx);
+            sg_cu_scratch_release(dev_idx, dev_idx_size);
             SG_FAIL(err, SG_ERR_VALUE, "{name}: the value has %lld entries along its dimension "
                     "%d where the indexed elements have %lld", (long long)in[1].shape[d], d,
                     (long long)want);
@@ -265,13 +269,13 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, count, inner, {k}, {n},
                   in[1].data, ys, ost, shape, dev_idx, ({T} *)out[0].data);
     }}
-    if (dev_idx) cudaFree(dev_idx);
+    sg_cu_scratch_release(dev_idx, dev_idx_size);
     SG_CUDA_CHECK(err, "the device scatter-add");
     return 0;
 }}
 """
-    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), headers=("<stdlib.h>",),
-                   version=2)
+    return CKernel(source=source, support=(_READ_INDEX, _STRIDES, scratch.SUPPORT),
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=3)
 
 
 def alloc_lowering(op, node):

@@ -11,6 +11,7 @@ out of range is the CPU's IndexError, with its row.
 
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type
+from symgraph.backends.cuda import scratch
 from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
@@ -198,11 +199,13 @@ def _targets_code(target_input, rows_expr, cols_expr, name):
         host[i] = t < 0 ? t + cols : t;
     }}
     free(raw);
-    int64_t *targets = NULL;
-    if (cudaMalloc((void **)&targets, (size_t)(rows > 0 ? rows : 1) * sizeof(int64_t))
-            != cudaSuccess) {{
+    size_t targets_size = 0;
+    int64_t *targets = (int64_t *)sg_cu_scratch((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t),
+                                                &targets_size);
+    if (targets == NULL) {{
         free(host);
-        SG_FAIL(err, SG_ERR_MEMORY, "no device memory for the targets");
+        SG_FAIL(err, SG_ERR_MEMORY, "{name}: no device memory for %lld targets",
+                (long long)rows);
     }}
     cudaMemcpy(targets, host, (size_t)rows * sizeof(int64_t), cudaMemcpyHostToDevice);
     free(host);
@@ -252,12 +255,13 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
                   (const T *)in[0].data, in[0].strides[0] / (int64_t)sizeof(T),
                   in[0].strides[1] / (int64_t)sizeof(T), targets, (T *)out[0].data,
                   (T *)out[1].data);
-    cudaFree(targets);
+    sg_cu_scratch_release(targets, targets_size);
     SG_CUDA_CHECK(err, WHAT);
     return 0;
 }}
 """ + _TARGET_FOOTER + _FOOTER
-    return CKernel(source=source, support=(_BLOCK_REDUCE,), headers=("<stdlib.h>",), version=1)
+    return CKernel(source=source, support=(_BLOCK_REDUCE, scratch.SUPPORT),
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=2)
 
 
 def xent_grad_lowering(op, node):
@@ -291,9 +295,10 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
                   (const T *)in[0].data, g0, (const T *)in[1].data,
                   in[1].strides[0] / (int64_t)sizeof(T), in[1].strides[1] / (int64_t)sizeof(T),
                   targets, (T *)out[0].data);
-    cudaFree(targets);
+    sg_cu_scratch_release(targets, targets_size);
     SG_CUDA_CHECK(err, WHAT);
     return 0;
 }}
 """ + _TARGET_FOOTER + _FOOTER
-    return CKernel(source=source, headers=("<stdlib.h>",), version=1)
+    return CKernel(source=source, support=(scratch.SUPPORT,), headers=("<stdlib.h>",),
+                   symbols=scratch.SYMBOLS, version=2)

@@ -8,6 +8,7 @@ both sides), so the same kernels run there.
 
 from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_types import c_type, has_c_type
+from symgraph.backends.cuda import scratch
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["gpu_from_host_lowering", "host_from_gpu_lowering"]
@@ -71,4 +72,5 @@ def host_from_gpu_lowering(op, node):
     if not has_c_type(dtype):
         return None
     source = _SHAPE + c_file("cuda/transfer_from_device.inc", T=c_type(dtype))
-    return CKernel(source=source, support=(_GATHER,), version=2)
+    return CKernel(source=source, support=(_GATHER, scratch.SUPPORT), symbols=scratch.SYMBOLS,
+                   version=3)
