@@ -7,20 +7,29 @@ import ctypes
 
 from symgraph.backends.c_family.c_files import c_file
 
-__all__ = ["SUPPORT", "SYMBOLS"]
+__all__ = ["SUPPORT", "SYMBOLS", "scratch_get_address", "scratch_put_address"]
 
 #: Support code declaring ``sg_cu_scratch`` and ``sg_cu_scratch_release``.
 SUPPORT = ("sg_cuda_scratch_v1", c_file("cuda/scratch.inc"))
 
 
 def _address(name):
-    def address():
-        from symgraph.backends.cuda.device_memory import _emulated, _library
+    from symgraph.backends.cuda.device_memory import _emulated, _library
 
-        return ctypes.cast(getattr(_library(_emulated()), name), ctypes.c_void_p).value
-    return address
+    return ctypes.cast(getattr(_library(_emulated()), name), ctypes.c_void_p).value
 
 
-#: CKernel.symbols of a kernel using scratch memory: the cache's functions.
-SYMBOLS = (("sg_cu_scratch_get", _address("sg_cuda_scratch_get")),
-           ("sg_cu_scratch_put", _address("sg_cuda_scratch_put")))
+def scratch_get_address():
+    """The address of the device memory library's ``sg_cuda_scratch_get``."""
+    return _address("sg_cuda_scratch_get")
+
+
+def scratch_put_address():
+    """The address of the device memory library's ``sg_cuda_scratch_put``."""
+    return _address("sg_cuda_scratch_put")
+
+
+#: CKernel.symbols of a kernel using scratch memory: the cache's functions
+#: (module-level functions, so that stored functions can name them).
+SYMBOLS = (("sg_cu_scratch_get", scratch_get_address),
+           ("sg_cu_scratch_put", scratch_put_address))
