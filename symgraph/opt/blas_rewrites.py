@@ -118,9 +118,11 @@ def _decompose(fgraph, var, dtype, depth=0):
                 break
             step_scalars = [_as_scalar(i) for i in node.inputs if i is not tensors[0]]
             inner = tensors[0]
-        if inner is None or not _only_client(fgraph, inner):
+        if inner is None or not (_only_client(fgraph, inner) or inner.owner is None):
             # Stop at ``var``: it is the base, and the factors of this node stay
             # inside it.  Taking them as scalars too would apply them twice.
+            # (A graph input, a weight, may have other readers: it costs nothing
+            # to compute, and the Gemm reads it as its z with the scale as beta.)
             break
         sign, scalars = sign * step_sign, scalars + step_scalars
         var, depth = inner, depth + 1

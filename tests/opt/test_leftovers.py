@@ -311,3 +311,25 @@ def test_zero_scaled_terms_are_not_collected():
     with np.errstate(invalid="ignore"):
         got = f(np.array([np.inf, 1.0]))
     assert np.isnan(got[0]) and got[1] == 1.0
+
+
+def test_l2_update_of_a_weight_read_elsewhere_is_one_inplace_gemm():
+    # examples/demo.py's output layer: W2 is also read by the forward dot, and
+    # the Gemm takes it as z with beta = 1 - lr * l2 (no scaled copy first).
+    rng = np.random.default_rng(2)
+    x, y = T.dmatrix("x"), T.lvector("y")
+    W1 = symgraph.shared(rng.normal(size=(3, 5)), name="W1")
+    W2 = symgraph.shared(rng.normal(size=(5, 4)), name="W2")
+    h = T.tanh(T.dot(x, W1))
+    loss = -T.nnet.logsoftmax(T.dot(h, W2))[T.arange(y.shape[0]), y].mean() + \
+        1e-4 * (W2 ** 2).sum()
+    g = symgraph.grad(loss, W2)
+    f = symgraph.function([x, y], [], updates=[(W2, W2 - 0.1 * g)])
+    (w_in,) = [v for v in f.maker.fgraph.inputs if v.name == "W2"]
+    gemms = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Gemm)]
+    assert len(gemms) == 1 and gemms[0].inputs[0] is w_in and gemms[0].op.inplace
+    ref = symgraph.function([x, y], W2 - 0.1 * g, mode=symgraph.Mode(optimizer=None))
+    xv, yv = rng.normal(size=(6, 3)), np.array([0, 1, 3, 2, 0, 1])
+    expected = ref(xv, yv)
+    f(xv, yv)
+    np.testing.assert_allclose(W2.get_value(), expected, rtol=1e-12)
