@@ -122,6 +122,12 @@ def local_sigmoid(fgraph, node):
     return _replace(node, lambda v: M.sigmoid(_negated(v)), inner.inputs[0])
 
 
+def _drop_one(factors, var):
+    """``factors`` without its first occurrence of ``var`` (by identity)."""
+    pos = next(k for k, f in enumerate(factors) if f is var)
+    return factors[:pos] + factors[pos + 1:]
+
+
 @node_rewriter([sb.Mul, sb.TrueDiv])
 def local_exp_over_one_plus_exp(fgraph, node):
     """``a * exp(x) / (1 + exp(x)) -> a * sigmoid(x)`` among the factors of a
@@ -141,8 +147,7 @@ def local_exp_over_one_plus_exp(fgraph, node):
         exp = next((n for n in num if neg is not None and owner_if(n, sm.Exp) is not None
                     and n.owner.inputs[0] is neg.inputs[0]), None)
         if exp is not None:
-            num = [n for n in num if n is not s_var and n is not exp] + \
-                [M.sigmoid(neg.inputs[0])]
+            num = _drop_one(_drop_one(num, s_var), exp) + [M.sigmoid(neg.inputs[0])]
             new = M.mul(*num) if len(num) > 1 else num[0]
             if den:
                 new = M.true_div(new, M.mul(*den) if len(den) > 1 else den[0])
@@ -152,8 +157,9 @@ def local_exp_over_one_plus_exp(fgraph, node):
         arg = _one_plus(d, 1)
         if arg is not None and owner_if(arg, sm.Exp) is not None and \
                 any(n is arg for n in num):
-            num = [n for n in num if n is not arg] + [M.sigmoid(arg.owner.inputs[0])]
-            den = [e for e in den if e is not d]
+            # One factor each: exp(x)**2 / (1 + exp(x))**2 keeps one of each.
+            num = _drop_one(num, arg) + [M.sigmoid(arg.owner.inputs[0])]
+            den = _drop_one(den, d)
             new = M.mul(*num) if len(num) > 1 else num[0]
             if den:
                 new = M.true_div(new, M.mul(*den) if len(den) > 1 else den[0])

@@ -333,3 +333,14 @@ def test_l2_update_of_a_weight_read_elsewhere_is_one_inplace_gemm():
     expected = ref(xv, yv)
     f(xv, yv)
     np.testing.assert_allclose(W2.get_value(), expected, rtol=1e-12)
+
+
+def test_sigmoid_factor_rewrites_take_one_factor_of_each():
+    # d/dx 1/(1 + exp(x)) = -exp(x) / (1 + exp(x))**2: one exp and one (1 + exp)
+    # become one sigmoid; the other (1 + exp) stays.
+    x = T.dvector("x")
+    vals = [np.array([-3.0, -0.5, 0.0, 2.0, 4.0])]
+    check_rewrite([x], symgraph.grad(T.sum(1 / (1 + T.exp(x))), x), vals, rtol=1e-12)
+    e = T.exp(x)
+    check_rewrite([x], e * e / ((1 + e) * (1 + e)), vals, rtol=1e-12)
+    check_rewrite([x], T.nnet.sigmoid(-x) * e * e, vals, rtol=1e-12)
