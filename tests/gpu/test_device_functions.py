@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph
+import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.backends.cuda import compiler as cuda_compiler
 from symgraph.gpu.placement import placement_report
@@ -221,3 +222,20 @@ def test_float16_storage_with_float32_arithmetic_matches_the_cpu_bit_for_bit(rng
     for got, want in zip(f(a, b), cpu(a, b)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_elementwise_helpers_run_on_the_device(rng):
+    # the C helpers of these scalar ops have device versions (scalar_cuda.py)
+    from tests.gpu.compare import assert_same, device_and_cpu, device_op_names
+
+    x = T.fmatrix("x")
+    i, j = T.imatrix("i"), T.imatrix("j")
+    outs = [i // j, i % j, T.erfinv(T.tanh(x)), T.psi(abs(x) + 0.5), T.nnet.sigmoid(x),
+            T.nnet.softplus(x), T.gammaln(abs(x) + 0.1)]
+    dev, cpu = device_and_cpu([x, i, j], outs)
+    assert dev.maker.fgraph.toposort() and "Elemwise" in device_op_names(dev)
+    assert not symgraph.gpu.placement_report(dev).cpu_nodes
+    a = rng.standard_normal((3, 5)).astype("f")
+    b = rng.integers(-9, 9, (3, 5)).astype("int32")
+    c = np.where(rng.random((3, 5)) < 0.5, -3, 4).astype("int32")
+    assert_same(dev(a, b, c), cpu(a, b, c), 1e-5)

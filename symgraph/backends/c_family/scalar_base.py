@@ -21,9 +21,10 @@ def c_exact(code):
     fusion.  Element loops and the helpers they inline are wrapped in this
     (inlining needs the same options on both sides).
     """
-    return ("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
-            "#pragma GCC optimize (\"fp-contract=off\")\n#endif\n" + code +
-            "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif")
+    # (not under nvcc, which defines __GNUC__ but rejects GCC's pragmas)
+    guard = "#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)\n"
+    return (guard + "#pragma GCC push_options\n#pragma GCC optimize (\"fp-contract=off\")\n"
+            "#endif\n" + code + "\n" + guard + "#pragma GCC pop_options\n#endif")
 
 
 def c_kind(dtype):

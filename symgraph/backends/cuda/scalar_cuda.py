@@ -4,23 +4,26 @@ integer powers, sigmoid, softplus, log1mexp and gammaln, compiled for the
 device too (``__host__ __device__``), so that element-wise kernels using them
 (shape arithmetic fused into a composite, most often) run on the GPU.
 
-The special functions with coefficient tables (erfinv, psi, trigamma) are
-not ported: their tables would need device constant memory, and their
-kernels stay on the CPU with that reason.
+The special functions (erfinv, psi, trigamma) are the C helpers with their
+coefficient tables in device memory: device-only functions (host code never
+calls them in a CUDA library).
 """
 
 from symgraph.backends.c_family.scalar_base import c_exact
 from symgraph.backends.c_family.scalar_basic import _C_DIVMOD, _C_IPOW
 from symgraph.backends.c_family.scalar_c import attr, c_method, c_support, language
 from symgraph.ops.scalar_basic import IntDiv, Mod, Pow
-from symgraph.ops.scalar_math import _Unary
+from symgraph.ops.scalar_math import _Special, _Unary
 
-__all__ = ["device_helpers", "has_device_helpers"]
+__all__ = ["device_helpers", "device_only", "has_device_helpers"]
 
 
 def device_helpers(code):
-    """C helper definitions made callable from device code."""
-    return code.replace("static inline ", "static inline __host__ __device__ ")
+    """C helper definitions made callable from device code (a literal 0 given
+    to copysign becomes the argument's type: nvcc would pick a host-only
+    overload for an int)."""
+    return code.replace("static inline ", "static inline __host__ __device__ ").replace(
+        "copysign##S(0,", "copysign##S((T)0,")
 
 
 _DIVMOD = ("sg_cuda_divmod_v1", c_exact(device_helpers(_C_DIVMOD)))
@@ -57,6 +60,20 @@ def _mod_support(op):
 @c_method(Pow, "c_support", language="cuda")
 def _pow_support(op):
     return (("sg_cuda_ipow_v1", c_exact(device_helpers(_C_IPOW))),)
+
+
+def device_only(code):
+    """C helpers and their constant tables placed in device memory (callable
+    from kernels only)."""
+    return code.replace("static inline ", "static inline __device__ ").replace(
+        "static const double ", "static __device__ const double ")
+
+
+@c_method(_Special, "c_support", language="cuda")
+def _special_support(op):
+    from symgraph.backends.c_family.scalar_math import _C_SPECIAL
+
+    return (("sg_cuda_special_v1", c_exact(device_only(_C_SPECIAL))),)
 
 
 @c_method(_Unary, "c_support", language="cuda")
