@@ -228,14 +228,26 @@ def _apply(op_class, name, x, axis):
     return op_class(_normalize_axis(axis, x.ndim, name))(x)
 
 
-def softmax(x, axis=-1):
+_NO_AXIS = object()
+
+
+def softmax(x, axis=_NO_AXIS):
     """``exp(x) / sum(exp(x), axis, keepdims=True)``, stable for large ``x``.
 
     ``axis``: the dimension to normalize over (default the last, Theano's
     ``T.nnet.softmax`` on a matrix), or None for all the elements together.
+    Called as Theano 1.0 called it, without ``axis``, a vector gives a 1 x n
+    matrix (Theano padded vectors on the left; the slot-filling tutorial
+    indexes ``s[:, 0, :]``); ``softmax(v, axis=-1)`` is a vector.
     Int and bool inputs are converted to float first; float16 is computed in
     float32.  ``log(softmax(x))`` is rewritten to ``logsoftmax(x)``.
     """
+    if axis is _NO_AXIS:
+        axis = -1
+        if getattr(x, "ndim", np.ndim(x)) == 1:
+            from symgraph.ops.shape import shape_padleft
+
+            x = shape_padleft(_float_input(x, "softmax"), 1)
     return _apply(Softmax, "softmax", x, axis)
 
 

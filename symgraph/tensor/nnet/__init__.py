@@ -10,8 +10,7 @@ their modules exist, convolution (``abstract_conv``) and batch normalization
 import numpy as np
 
 from symgraph.ops.math import sigmoid, softplus  # noqa: F401
-from symgraph.ops.nnet import log_softmax, logsoftmax  # noqa: F401
-from symgraph.ops.nnet import softmax as _softmax
+from symgraph.ops.nnet import log_softmax, logsoftmax, softmax  # noqa: F401
 from symgraph.ops.nnet_loss import (binary_crossentropy, categorical_crossentropy,  # noqa: F401
                                     crossentropy_categorical_1hot,
                                     crossentropy_softmax_1hot, one_hot,
@@ -26,29 +25,6 @@ __all__ = ["sigmoid", "softplus", "relu", "elu", "selu", "softsign", "ultra_fast
 #: SELU's constants (Klambauer et al., 2017), as Theano's ``selu``.
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
-
-
-_NO_AXIS = object()
-
-
-def softmax(c, axis=_NO_AXIS):
-    """``exp(c) / sum(exp(c), axis, keepdims=True)``, stable for large ``c``.
-
-    Called as Theano 1.0 called it, ``softmax(c)`` normalizes the rows of a
-    matrix, and a vector ``c`` gives a 1 x n matrix (Theano padded vectors on
-    the left; the slot-filling tutorial's ``s[:, 0, :]`` relies on it).  With
-    ``axis`` given, symgraph's own softmax: any rank, the result of ``c``'s
-    shape (``axis=-1`` for a vector result).
-    """
-    from symgraph.ops.shape import shape_padleft
-    from symgraph.tensor.basic import as_tensor_variable
-
-    if axis is _NO_AXIS:
-        c = as_tensor_variable(c)
-        if c.ndim == 1:
-            c = shape_padleft(c, 1)
-        axis = -1
-    return _softmax(c, axis=axis)
 
 
 def relu(x, alpha=0):
