@@ -1,8 +1,11 @@
 """Smoke test of an installed symgraph (CI runs it from a folder outside the
 checkout, in a fresh venv holding the wheel): a fused element-wise function
-runs natively, and a conv2d function matches a direct loop."""
+runs natively, a conv2d function matches a direct loop, and the same conv2d on
+the emulated GPU (its CUDA and device memory library built from the installed
+sources) matches it too."""
 
 import numpy as np, symgraph, symgraph.tensor as T
+import symgraph.gpu
 from symgraph.tensor import nnet
 import os
 import sys
@@ -27,4 +30,8 @@ for n in range(2):
             for j in range(5):
                 ref[n, k, i, j] = (iv[n, :, i:i+3, j:j+2] * wv[k, :, ::-1, ::-1]).sum()
 assert np.allclose(out, ref, rtol=1e-4, atol=1e-4), abs(out - ref).max()
+with symgraph.config.change_flags(device="cuda", **{"gpu.emulate": True}):
+    gd = symgraph.function([img, w], nnet.relu(nnet.conv2d(img, w)) * 2)
+assert not symgraph.gpu.placement_report(gd).cpu_nodes
+assert np.allclose(gd(iv, wv), np.maximum(ref, 0) * 2, rtol=1e-4, atol=1e-4)
 print("smoke ok")
