@@ -99,6 +99,9 @@ add_flag("gpu.cross_compile", "Build CUDA modules with nvcc without running them
 add_flag("gpu.emulate", "With device=cuda: run the generated CUDA on the CPU through the "
          "emulation header (machines without a GPU); the graph is the one a GPU gets.",
          BoolParam(False), in_c_key=True)
+add_flag("gpu.cublas", "Matrix products on the device through cuBLAS where it is installed "
+         "(the emulated device has a stand-in with cuBLAS's conventions); False: symgraph's "
+         "own tiled kernels.", BoolParam(True), in_c_key=True)
 add_flag("assert_no_cpu_op", "With device=cuda: what to do about nodes left on the CPU "
          "(ignore, warn, raise).", EnumParam("ignore", "warn", "raise"))
 add_flag("deterministic", "more: prefer deterministic (slower) implementations.",
