@@ -31,6 +31,10 @@
 #include "sg_allocator.h"
 #include "cuda/sg_cuda_launch.h"
 #include "cuda/copy.inc"
+#include "cuda/sg_cublas_api.h"
+#ifndef SG_CUDA_EMULATED
+#include <dlfcn.h>
+#endif
 
 #define SG_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -491,6 +495,86 @@ SG_EXPORT PyObject *sg_cuda_memory_stats(void) {
 SG_EXPORT void *sg_cuda_scratch_get(size_t n, size_t *got) { return cache_take(n, got); }
 SG_EXPORT void sg_cuda_scratch_put(void *ptr, size_t size) {
     if (ptr != NULL) cache_release(ptr, size);
+}
+
+/* -- cuBLAS ------------------------------------------------------------------------------ */
+
+static sg_cublas_table blas_table;
+static int blas_state;                 /* 0 not tried, 1 ready, -1 unavailable */
+
+#ifdef SG_CUDA_EMULATED
+static long long emu_blas_calls;
+
+/* How many products the stand-in computed (tests: cuBLAS's path was taken). */
+SG_EXPORT long long sg_cuda_emu_blas_calls(void) { return emu_blas_calls; }
+
+/* The stand-in: column-major C = alpha op(A) op(B) + beta C, as cuBLAS. */
+template <class T>
+static int emu_gemm(void *h, int ta, int tb, int m, int n, int k, const T *alpha, const T *a,
+                    int lda, const T *b, int ldb, const T *beta, T *c, int ldc) {
+    (void)h;
+    emu_blas_calls++;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            T acc = 0;
+            for (int p = 0; p < k; p++) {
+                const T x = ta == SG_CUBLAS_OP_N ? a[i + (int64_t)p * lda] : a[p + (int64_t)i * lda];
+                const T y = tb == SG_CUBLAS_OP_N ? b[p + (int64_t)j * ldb] : b[j + (int64_t)p * ldb];
+                acc += x * y;
+            }
+            T *out = &c[i + (int64_t)j * ldc];
+            *out = *beta == 0 ? *alpha * acc : *alpha * acc + *beta * *out;
+        }
+    return 0;
+}
+
+static int blas_load(void) {
+    static const float f[2] = {1, 0};
+    static const double d[2] = {1, 0};
+    blas_table.sgemm = emu_gemm<float>;
+    blas_table.dgemm = emu_gemm<double>;
+    blas_table.one_f = &f[0]; blas_table.zero_f = &f[1];
+    blas_table.one_d = &d[0]; blas_table.zero_d = &d[1];
+    return 0;
+}
+#else
+static int blas_load(void) {
+    static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
+                                  "libcublas.so", NULL};
+    void *lib = NULL;
+    for (int i = 0; names[i] != NULL && lib == NULL; i++) lib = dlopen(names[i], RTLD_NOW);
+    if (lib == NULL) return -1;
+    typedef int (*create_fn)(void **);
+    typedef int (*mode_fn)(void *, int);
+    create_fn create = (create_fn)dlsym(lib, "cublasCreate_v2");
+    mode_fn pointer_mode = (mode_fn)dlsym(lib, "cublasSetPointerMode_v2");
+    blas_table.sgemm = (sg_cublas_sgemm_fn)dlsym(lib, "cublasSgemm_v2");
+    blas_table.dgemm = (sg_cublas_dgemm_fn)dlsym(lib, "cublasDgemm_v2");
+    if (!create || !pointer_mode || !blas_table.sgemm || !blas_table.dgemm) return -1;
+    /* alpha and beta live on the device (the nodes' scalars, and these) */
+    if (create(&blas_table.handle) != 0 || pointer_mode(blas_table.handle, 1) != 0) return -1;
+    static const float f[2] = {1, 0};
+    static const double d[2] = {1, 0};
+    size_t got = 0;
+    char *constants = (char *)cache_take(sizeof f + sizeof d, &got);
+    if (constants == NULL) return -1;
+    if (cudaMemcpy(constants, f, sizeof f, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(constants + sizeof f, d, sizeof d, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    blas_table.one_f = (const float *)constants;
+    blas_table.zero_f = blas_table.one_f + 1;
+    blas_table.one_d = (const double *)(constants + sizeof f);
+    blas_table.zero_d = blas_table.one_d + 1;
+    return 0;
+}
+#endif
+
+/* The cuBLAS table (loaded on first use), or NULL where cuBLAS is not installed. */
+SG_EXPORT const sg_cublas_table *sg_cuda_blas_table(void) {
+    if (blas_state == 0) blas_state = blas_load() == 0 ? 1 : -1;
+    return blas_state == 1 ? &blas_table : NULL;
 }
 
 /* Wait for every kernel launched so far; 0, or -1 with a RuntimeError set. */

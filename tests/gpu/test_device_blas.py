@@ -8,7 +8,7 @@ import pytest
 import symgraph
 import symgraph.tensor as T
 from symgraph.ops.device_op import OnDevice
-from tests.gpu.device_flags import DEVICE
+from tests.gpu.device_flags import DEVICE, REAL_GPU
 
 
 
@@ -99,3 +99,37 @@ def test_batched_dot_forms(rng, xs, ys):
     a, b = rng.random(xs).astype("f"), rng.random(ys).astype("f")
     cpu = symgraph.function([x, y], BatchedDot()(x, y))
     np.testing.assert_allclose(f(a, b), cpu(a, b), rtol=1e-5)
+
+
+def _blas_calls():
+    import ctypes
+
+    from symgraph.backends.cuda.device_memory import _library
+
+    fn = _library(True).sg_cuda_emu_blas_calls
+    fn.restype = ctypes.c_longlong
+    return fn()
+
+
+@pytest.mark.skipif(REAL_GPU, reason="counts the calls of the emulated device's cuBLAS stand-in")
+@pytest.mark.parametrize("cublas", [True, False])
+def test_products_through_cublas_or_the_tiled_kernel_on_any_layout(cublas):
+    rng = np.random.default_rng(4)
+    x, y = T.fmatrix("x"), T.fmatrix("y")
+    v = T.fvector("v")
+    z = T.fmatrix("z")
+    a, b = T.fscalar("a"), T.fscalar("b")
+    outs = [T.dot(x, y), T.dot(x.T, x), T.dot(y.T, x.T), T.dot(x, v), T.dot(v[::-1], y),
+            T.dot(x[:, ::2], y[::2]), b * z + a * T.dot(x, y)]
+    with symgraph.config.change_flags(**DEVICE, **{"gpu.cublas": cublas}):
+        f = symgraph.function([x, y, v, z, a, b], outs)
+    args = (rng.standard_normal((5, 6)).astype("f"), rng.standard_normal((6, 3)).astype("f"),
+            rng.standard_normal(6).astype("f"), rng.standard_normal((5, 3)).astype("f"),
+            np.float32(0.5), np.float32(-2))
+    before = _blas_calls()
+    got = f(*args)
+    X, Y, V, Z, A, B = args
+    want = [X @ Y, X.T @ X, Y.T @ X.T, X @ V, V[::-1] @ Y, X[:, ::2] @ Y[::2], B * Z + A * (X @ Y)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert (_blas_calls() > before) == cublas

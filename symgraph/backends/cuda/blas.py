@@ -14,6 +14,7 @@ from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type
 from symgraph.backends.cuda.types import storage_type
+from symgraph.backends.cuda.shape import COPY_SUPPORT
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering",
@@ -35,13 +36,37 @@ def blas_reason(node):
     return None
 
 
+_CUBLAS_CALL = ("sg_cuda_cublas_call_v1", c_file("cuda/cublas_call.inc"))
+
+
+def cublas_table_address():
+    """The device memory library's cuBLAS table (NULL where cuBLAS is not
+    installed): the kernels' ``sg_cu_blas``."""
+    import ctypes
+
+    from symgraph.backends.cuda.device_memory import _emulated, _library
+
+    fn = _library(_emulated()).sg_cuda_blas_table
+    fn.restype = ctypes.c_void_p
+    return fn() or 0
+
+
 def _kernel(node, run, what):
+    from symgraph.config import config
+
     dtype = str(node.outputs[0].dtype)
+    # cuBLAS for float32/64 (float16 stays with the tiled kernel)
+    blas = bool(config.gpu.cublas) and dtype in ("float32", "float64")
     header = (f"#define T {storage_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
-              f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n")
+              f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n"
+              f"#define SG_CU_BLAS {int(blas)}\n")
     source = (header + _KERNEL + run +
-              "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n")
-    return CKernel(source=source, version=1)
+              "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n#undef SG_CU_BLAS\n")
+    if not blas:
+        return CKernel(source=source, version=2)
+    return CKernel(source=source, support=(COPY_SUPPORT, _CUBLAS_CALL),
+                   headers=('"cuda/sg_cublas_api.h"', "<stdio.h>"),
+                   symbols=(("sg_cu_blas", cublas_table_address),), version=2)
 
 
 # (rows, columns, row stride, column stride) of an operand, in elements:
