@@ -31,6 +31,8 @@ inline __half __float2half(float f) { return __half(f); }
 
 #ifdef SG_CUDA_EMULATED
 #include <exception>
+#include <stdlib.h>
+#include <string.h>
 #include <string>
 namespace sg_emu_glue {
 /* The emulator reports a failed launch (a divergent barrier, a bad launch
@@ -38,6 +40,13 @@ namespace sg_emu_glue {
 inline thread_local std::string failure;
 template <class K, class... A>
 void launch(K k, const char *name, dim3 grid, dim3 block, size_t shmem, A... args) {
+    /* fault injection for tests of the error path: SG_CUDA_EMU_FAIL=<text>
+     * fails every launch whose kernel expression contains <text> */
+    const char *inject = getenv("SG_CUDA_EMU_FAIL");
+    if (inject != nullptr && *inject && strstr(name, inject) != nullptr) {
+        failure = std::string(name) + ": a launch failure injected by SG_CUDA_EMU_FAIL";
+        return;
+    }
     try {
         ::cuda_emu::launch(k, grid, block, shmem, args...);
     } catch (const std::exception &e) {

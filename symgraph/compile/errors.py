@@ -24,9 +24,26 @@ class InputError(TypeError):
 
 
 def describe_value(value):
-    """A short description: shape, dtype and strides of an array."""
+    """A short description: shape, dtype and strides of an array (a host
+    ndarray, or a device array, which says where it lives)."""
     if isinstance(value, np.ndarray):
         return f"shape {value.shape}, dtype {value.dtype}, strides {value.strides}"
+    if _is_array_like(value):
+        return (f"{type(value).__name__} of shape {tuple(value.shape)}, dtype {value.dtype}, "
+                f"strides {tuple(value.strides)}")
+    return type(value).__name__
+
+
+def _is_array_like(value):
+    return all(hasattr(value, name) for name in ("shape", "dtype", "strides"))
+
+
+def _short(value):
+    """Shape only (the default verbosity); device arrays say where they live."""
+    if isinstance(value, np.ndarray):
+        return f"shape {value.shape}"
+    if _is_array_like(value):
+        return f"{type(value).__name__} of shape {tuple(value.shape)}"
     return type(value).__name__
 
 
@@ -135,8 +152,7 @@ def runtime_error_message(node, values, exc, type_name=None):
     own_trace = getattr(node.tag, "trace", None)
     for i, (var, value) in enumerate(zip(node.inputs, values)):
         name = f" '{var.name}'" if var.name else (f" {described[var]}" if var in described else "")
-        desc = describe_value(value) if config.exception_verbosity == "high" else \
-            (f"shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__)
+        desc = describe_value(value) if config.exception_verbosity == "high" else _short(value)
         lines.append(f"  input {i}{name}: {var.type}, {desc}")
         trace = getattr(var.owner.tag, "trace", None) if var in described else None
         if trace and trace != own_trace:

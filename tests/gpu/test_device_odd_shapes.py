@@ -7,7 +7,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
-from tests.gpu.device_flags import DEVICE
+from tests.gpu.device_flags import DEVICE, REAL_GPU
 
 SIZES = [0, 1, 3, 255, 257, 1_048_576 + 3]      # the last is more than 4096 blocks of 256
 
@@ -59,3 +59,20 @@ def test_debug_mode_checks_device_kernels_against_perform():
     s = a @ a.T * 2
     e = np.exp(s - s.max(1, keepdims=True))
     np.testing.assert_allclose(got[0], e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.skipif(REAL_GPU, reason="injects a launch failure into the emulated device")
+def test_a_failed_launch_names_the_node_and_the_device_stays_usable(monkeypatch):
+    x = T.fmatrix("x")
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([x], T.tanh(x) * 3)        # the line the error names
+    a = np.ones((4, 5), "f")
+    monkeypatch.setenv("SG_CUDA_EMU_FAIL", "SG_FN(kernel)")
+    with pytest.raises(RuntimeError) as info:
+        f(a)
+    text = str(info.value)
+    assert "failed on the (emulated) device" in text and "injected" in text
+    assert "GpuElemwise" in text and "DeviceArray of shape (4, 5)" in text
+    assert "test_device_odd_shapes.py" in text
+    monkeypatch.delenv("SG_CUDA_EMU_FAIL")
+    np.testing.assert_allclose(f(a), np.tanh(a) * 3, rtol=1e-6)
