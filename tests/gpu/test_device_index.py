@@ -133,3 +133,27 @@ def test_two_leading_index_vectors_of_a_3d_array_with_a_broadcast_increment(rng)
     want = a.copy()
     np.add.at(want, (rows, cols), b)
     np.testing.assert_allclose(inc, want, rtol=1e-6)
+
+
+def test_columns_and_inner_index_vectors_with_their_increments(rng):
+    x = T.ftensor3("x")
+    i, j = T.lvectors("i", "j")
+    y = T.fmatrix("y")
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([x, i, j, y], [x[:, i], x[:, i, j], T.inc_subtensor(x[:, i], 1.5),
+                                             T.inc_subtensor(x[:, i, j], y)])
+    assert {"AdvancedSubtensor", "AdvancedIncSubtensor"} <= _device_names(f)
+    a = rng.standard_normal((2, 4, 3)).astype("f")
+    rows, cols = np.array([3, 0, 3]), np.array([2, -1, 0])
+    b = rng.standard_normal((2, 3)).astype("f")
+    cols_picked, inner, inc_rows, inc_pairs = f(a, rows, cols, b)
+    np.testing.assert_allclose(cols_picked, a[:, rows], rtol=1e-6)
+    np.testing.assert_allclose(inner, a[:, rows, cols], rtol=1e-6)
+    want = a.copy()
+    np.add.at(want, (slice(None), rows), np.float32(1.5))
+    np.testing.assert_allclose(inc_rows, want, rtol=1e-6)
+    want = a.copy()
+    np.add.at(want, (slice(None), rows, cols), b)
+    np.testing.assert_allclose(inc_pairs, want, rtol=1e-6)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 2 with size 3"):
+        f(a, rows, np.array([3, 0, 0]), b)

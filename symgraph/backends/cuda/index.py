@@ -1,6 +1,7 @@
-"""CUDA for gathers, scatter-adds and fills: ``x[i0, ..., ik]`` with one
-integer vector for each of x's first dimensions, the others taken whole
-(``AdvancedSubtensor``: ``x[idx]`` picks rows, ``x[rows, cols]`` elements),
+"""CUDA for gathers, scatter-adds and fills: ``x[:, ..., i0, ..., ik]``, one
+integer vector for each of consecutive dimensions after whole ones, the others
+taken whole (``AdvancedSubtensor``: ``x[idx]`` picks rows, ``x[:, idx]``
+columns, ``x[rows, cols]`` elements),
 its increment (``AdvancedIncSubtensor``, repeated indices accumulating with
 atomics), and ``Alloc``.
 
@@ -27,14 +28,22 @@ _ATOMIC_DTYPES = ("float32", "float64", "int32")
 
 
 def _vector_indices(node, first_index):
-    """True when the node's index is one integer vector for each of x's first
-    dimensions (the others whole)."""
+    """``(s, k)`` when the node's index is ``s`` whole dimensions (``:``), then
+    one integer vector for each of the next ``k`` dimensions, the rest whole;
+    else None."""
     from symgraph.ops.advanced_subtensor import _entries
+    from symgraph.ops.subtensor import FULL_SLICE
 
     x = node.inputs[0]
     entries = _entries(node.op, x, node.op.idx_list, node.inputs[first_index:])
-    return 1 <= len(entries) <= x.ndim and all(kind == "array" and value.ndim == 1
-                                               for kind, value, _ in entries)
+    s = 0
+    while s < len(entries) and entries[s][0] == "slice" and entries[s][1][0] == FULL_SLICE:
+        s += 1
+    vectors = entries[s:]
+    if not vectors or not all(kind == "array" and value.ndim == 1
+                              for kind, value, _ in vectors):
+        return None
+    return s, len(vectors)
 
 
 def index_reason(node):
@@ -46,18 +55,20 @@ def index_reason(node):
     if node.outputs[0].ndim > MAX_DIMS or node.inputs[0].ndim > MAX_DIMS:
         return f"more than {MAX_DIMS} dimensions"
     if name == "AdvancedSubtensor" and not _vector_indices(node, 1):
-        return "only integer vectors on the leading dimensions are gathered on the device"
+        return ("only integer vectors on consecutive dimensions, after whole ones (x[idx], "
+                "x[:, idx]), are gathered on the device")
     if name == "AdvancedIncSubtensor":
         if node.op.set_instead_of_inc:
             return "setting with repeated indices has no deterministic device order"
         if not _vector_indices(node, 2):
-            return "only integer vectors on the leading dimensions are scattered on the device"
+            return ("only integer vectors on consecutive dimensions, after whole ones, are "
+                    "scattered on the device")
         if dtype not in _ATOMIC_DTYPES:
             return f"no device atomic add for {dtype}"
     return None
 
 
-def _index_code(first, n, name):
+def _index_code(first, n, name, axis0=0):
     """Host C: the ``n`` index vectors at inputs ``first``.. checked against x's
     shape, broadcast to one length ``count``, normalized, copied to the device
     as ``dev_idx`` (n * count int64)."""
@@ -75,14 +86,14 @@ def _index_code(first, n, name):
     if (host == NULL) SG_FAIL(err, SG_ERR_MEMORY, "no host memory for the indices");
     for (int k = 0; k < {n}; k++) {{
         const sg_array *v = &in[{first} + k];
-        int64_t size = in[0].shape[k];
+        int64_t size = in[0].shape[{axis0} + k];
         for (int64_t j = 0; j < count; j++) {{
             const char *p = v->data + (v->shape[0] == 1 ? 0 : j * v->strides[0]);
             int64_t t = sg_cuda_read_index(p, IDX_KIND[k]);
             if (t < -size || t >= size) {{
                 free(host);
                 SG_FAIL(err, SG_ERR_INDEX, "{name}: index %lld is out of bounds for axis %d "
-                        "with size %lld", (long long)t, k, (long long)size);
+                        "with size %lld", (long long)t, {axis0} + k, (long long)size);
             }}
             host[k * count + j] = t < 0 ? t + size : t;
         }}
@@ -124,23 +135,30 @@ def _kinds(index_inputs):
 
 
 def gather_lowering(op, node):
-    """CUDA of ``x[i0, ..., ik]``: index vectors on x's first k dimensions."""
+    """CUDA of ``x[:, ..., i0, ..., ik]``: ``s`` whole dimensions, index
+    vectors on the next ``k``, the rest whole.  The result is (x's first s
+    sizes, the index count, x's last sizes)."""
     if index_reason(node) is not None:
         return None
     x = node.inputs[0]
-    n, k = x.ndim, len(node.inputs) - 1
+    n = x.ndim
+    s, k = _vector_indices(node, 1)
     T = storage_type(x.dtype)
     name = c_string(op, printf=True, limit=80)
     source = f"""
-__global__ void SG_FN(kernel)(int64_t count, int64_t inner, int k, int n, const char *x,
-                              sg_cuda_strides st, sg_cuda_strides shape, const int64_t *idx,
-                              {T} *out) {{
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count * inner;
+/* element e of the result is (l, j, r): l over x's first s dimensions, j the
+ * index entry, r over the dimensions after the indexed ones */
+__global__ void SG_FN(kernel)(int64_t lead, int64_t count, int64_t inner, int s, int k, int n,
+                              const char *x, sg_cuda_strides st, sg_cuda_strides shape,
+                              const int64_t *idx, {T} *out) {{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < lead * count * inner;
          e += (int64_t)blockDim.x * gridDim.x) {{
-        const int64_t j = e / inner;
-        int64_t rem = e % inner, off = 0;
-        for (int q = 0; q < k; q++) off += idx[q * count + j] * st.s[q];
-        for (int d = n - 1; d >= k; d--) {{ off += (rem % shape.s[d]) * st.s[d]; rem /= shape.s[d]; }}
+        int64_t rem = e % inner, t = e / inner, off = 0;
+        const int64_t j = t % count;
+        int64_t l = t / count;
+        for (int d = n - 1; d >= s + k; d--) {{ off += (rem % shape.s[d]) * st.s[d]; rem /= shape.s[d]; }}
+        for (int q = 0; q < k; q++) off += idx[q * count + j] * st.s[s + q];
+        for (int d = s - 1; d >= 0; d--) {{ off += (l % shape.s[d]) * st.s[d]; l /= shape.s[d]; }}
         out[e] = *(const {T} *)(x + off);
     }}
 }}
@@ -153,23 +171,25 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
         if (len != 1) count = len;
     }}
     (void)err;
-    out_shapes[0] = count;
-    for (int d = {k}; d < {n}; d++) out_shapes[1 + d - {k}] = in[0].shape[d];
+    for (int d = 0; d < {s}; d++) out_shapes[d] = in[0].shape[d];
+    out_shapes[{s}] = count;
+    for (int d = {s + k}; d < {n}; d++) out_shapes[d - {k} + 1] = in[0].shape[d];
     return 0;
 }}
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const int IDX_KIND[] = {_kinds(node.inputs[1:])};
-{_index_code(1, k, name)}
-    int64_t inner = 1;
-    for (int d = {k}; d < {n}; d++) inner *= in[0].shape[d];
-    if (count > 0 && inner > 0) {{
+{_index_code(1, k, name, s)}
+    int64_t lead = 1, inner = 1;
+    for (int d = 0; d < {s}; d++) lead *= in[0].shape[d];
+    for (int d = {s + k}; d < {n}; d++) inner *= in[0].shape[d];
+    if (count > 0 && inner > 0 && lead > 0) {{
         sg_cuda_strides st, shape;
         for (int d = 0; d < {n}; d++) {{ st.s[d] = in[0].strides[d]; shape.s[d] = in[0].shape[d]; }}
-        int64_t blocks = (count * inner + {BLOCK} - 1) / {BLOCK};
+        int64_t blocks = (lead * count * inner + {BLOCK} - 1) / {BLOCK};
         if (blocks > 4096) blocks = 4096;
-        SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, count, inner, {k}, {n}, in[0].data,
-                  st, shape, dev_idx, ({T} *)out[0].data);
+        SG_LAUNCH(SG_FN(kernel), (unsigned)blocks, {BLOCK}, 0, lead, count, inner, {s}, {k}, {n},
+                  in[0].data, st, shape, dev_idx, ({T} *)out[0].data);
         SG_CUDA_CHECK(err, "the device gather");
     }}
     sg_cu_scratch_release(dev_idx, dev_idx_size);
@@ -177,21 +197,22 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 }}
 """
     return CKernel(source=source, support=(_READ_INDEX, _STRIDES, scratch.SUPPORT),
-                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=3)
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=4)
 
 
 _STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
 
 
 def scatter_add_lowering(op, node):
-    """CUDA of ``inc_subtensor(x[i0, ..., ik], y)``: a copy of x, then atomic
-    adds of y (broadcast to (count,) + x's trailing shape); repeated indices
+    """CUDA of ``inc_subtensor(x[:, ..., i0, ..., ik], y)``: a copy of x, then
+    atomic adds of y (broadcast to the indexed part's shape); repeated indices
     accumulate, as ``np.add.at``."""
     if index_reason(node) is not None:
         return None
     x, y = node.inputs[0], node.inputs[1]
-    n, k = x.ndim, len(node.inputs) - 2
-    t = n - k                     # trailing dimensions, taken whole
+    n = x.ndim
+    s, k = _vector_indices(node, 2)
+    m = n - k + 1                 # the indexed part's rank: (lead..., count, trail...)
     T = storage_type(x.dtype)
     name = c_string(op, printf=True, limit=80)
     source = f"""
@@ -205,21 +226,30 @@ __global__ void SG_FN(copy)(int64_t total, int n, const char *x, sg_cuda_strides
     }}
 }}
 
-/* y is seen as (count, trailing...): ys its byte strides (0 where broadcast),
- * ost the output's element strides, shape x's shape */
-__global__ void SG_FN(scatter)(int64_t count, int64_t inner, int k, int n, const char *y,
-                               sg_cuda_strides ys, sg_cuda_strides ost, sg_cuda_strides shape,
-                               const int64_t *idx, {T} *out) {{
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count * inner;
+/* element e of the indexed part is (l, j, r) as in the gather; ys: y's byte
+ * strides over the part's m dimensions (0 where broadcast), ost the output's
+ * element strides, shape x's shape */
+__global__ void SG_FN(scatter)(int64_t lead, int64_t count, int64_t inner, int s, int k, int n,
+                               const char *y, sg_cuda_strides ys, sg_cuda_strides ost,
+                               sg_cuda_strides shape, const int64_t *idx, {T} *out) {{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < lead * count * inner;
          e += (int64_t)blockDim.x * gridDim.x) {{
-        const int64_t j = e / inner;
-        int64_t rem = e % inner, off = 0, yoff = j * ys.s[0];
-        for (int q = 0; q < k; q++) off += idx[q * count + j] * ost.s[q];
-        for (int d = n - 1; d >= k; d--) {{
+        int64_t rem = e % inner, t = e / inner, off = 0, yoff = 0;
+        const int64_t j = t % count;
+        int64_t l = t / count;
+        for (int d = n - 1; d >= s + k; d--) {{
             const int64_t i = rem % shape.s[d];
             rem /= shape.s[d];
             off += i * ost.s[d];
-            yoff += i * ys.s[1 + d - k];
+            yoff += i * ys.s[d - k + 1];
+        }}
+        for (int q = 0; q < k; q++) off += idx[q * count + j] * ost.s[s + q];
+        yoff += j * ys.s[s];
+        for (int d = s - 1; d >= 0; d--) {{
+            const int64_t i = l % shape.s[d];
+            l /= shape.s[d];
+            off += i * ost.s[d];
+            yoff += i * ys.s[d];
         }}
         atomicAdd(out + off, *(const {T} *)(y + yoff));
     }}
@@ -233,13 +263,14 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const int IDX_KIND[] = {_kinds(node.inputs[2:])};
-{_index_code(2, k, name)}
-    /* y, right-aligned against (count, trailing...), broadcast where its size is 1 */
+{_index_code(2, k, name, s)}
+    /* y, right-aligned against the indexed part, broadcast where its size is 1 */
     sg_cuda_strides ys;
-    const int lead = {1 + t} - {y.ndim};
-    for (int p = 0; p < {1 + t}; p++) {{
-        const int64_t want = p == 0 ? count : in[0].shape[{k} + p - 1];
-        const int d = p - lead;
+    const int pad = {m} - {y.ndim};
+    for (int p = 0; p < {m}; p++) {{
+        const int64_t want = p < {s} ? in[0].shape[p] : p == {s} ? count
+                                                           : in[0].shape[p + {k} - 1];
+        const int d = p - pad;
         ys.s[p] = 0;
         if (d < 0 || in[1].shape[d] == 1) continue;
         if (in[1].shape[d] != want) {{
@@ -251,11 +282,12 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         ys.s[p] = in[1].strides[d];
     }}
     sg_cuda_strides st, shape, ost;
-    int64_t total = 1, step = 1, inner = 1;
+    int64_t total = 1, step = 1, inner = 1, lead = 1;
     for (int d = {n} - 1; d >= 0; d--) {{
         st.s[d] = in[0].strides[d]; shape.s[d] = in[0].shape[d];
         ost.s[d] = step; step *= in[0].shape[d]; total *= in[0].shape[d];
-        if (d >= {k}) inner *= in[0].shape[d];
+        if (d >= {s + k}) inner *= in[0].shape[d];
+        if (d < {s}) lead *= in[0].shape[d];
     }}
     if (total > 0) {{
         int64_t blocks = (total + {BLOCK} - 1) / {BLOCK};
@@ -263,11 +295,11 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         SG_LAUNCH(SG_FN(copy), (unsigned)blocks, {BLOCK}, 0, total, {n}, in[0].data, st, shape,
                   ({T} *)out[0].data);
     }}
-    if (count > 0 && inner > 0) {{
-        int64_t blocks = (count * inner + {BLOCK} - 1) / {BLOCK};
+    if (count > 0 && inner > 0 && lead > 0) {{
+        int64_t blocks = (lead * count * inner + {BLOCK} - 1) / {BLOCK};
         if (blocks > 4096) blocks = 4096;
-        SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, count, inner, {k}, {n},
-                  in[1].data, ys, ost, shape, dev_idx, ({T} *)out[0].data);
+        SG_LAUNCH(SG_FN(scatter), (unsigned)blocks, {BLOCK}, 0, lead, count, inner, {s}, {k},
+                  {n}, in[1].data, ys, ost, shape, dev_idx, ({T} *)out[0].data);
     }}
     sg_cu_scratch_release(dev_idx, dev_idx_size);
     SG_CUDA_CHECK(err, "the device scatter-add");
@@ -275,7 +307,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 }}
 """
     return CKernel(source=source, support=(_READ_INDEX, _STRIDES, scratch.SUPPORT),
-                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=3)
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=4)
 
 
 def alloc_lowering(op, node):
