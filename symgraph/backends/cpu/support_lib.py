@@ -70,6 +70,7 @@ _FUNCTION = re.compile(r"^static\s+(?:inline\s+)?([A-Za-z_][\w \*]*?)\s*\b(sg_\w
 
 
 _GLOBAL = '__attribute__((visibility("default")))'
+_INTRINSICS = re.compile(r"\s*#\s*include\s*<\w*intrin\.h>")
 
 
 def _end_of_block(text, start, open_="{", close="}"):
@@ -113,10 +114,13 @@ def split_unit(key, code):
         functions.append((name, ret, " ".join(params.split())))
         pos = end
     decls.append(code[pos:])
-    # global variables (the BLAS pointers the helpers call) live in the library
+    # global variables (the BLAS pointers the helpers call) live in the library,
+    # and so do the SIMD intrinsics headers only function bodies use: in the
+    # header every kernel library would parse about 1.3 MB of them for nothing
     lines = "".join(decls).split("\n")
-    defs = [line for line in lines if line.startswith(_GLOBAL)] + defs
-    decls = [line + "\n" for line in lines if not line.startswith(_GLOBAL)]
+    in_library = [line for line in lines if line.startswith(_GLOBAL) or _INTRINSICS.match(line)]
+    defs = in_library + defs
+    decls = [line + "\n" for line in lines if line not in in_library]
     return Unit(key, "".join(decls).strip() + "\n", "\n".join(d.strip() for d in defs) + "\n",
                 functions)
 
