@@ -4,6 +4,10 @@ Every variable has one storage cell (a one-element list).  Each step calls
 the op's ``perform`` with its input values and its output cells.  Native code
 (a later backend) plugs in by giving a node another thunk with the same
 signature, so every graph runs whatever has native code.
+
+``ifelse`` is lazy here as in the native runtime: a node that only one
+branch of an IfElse needs (``ops.ifelse.branch_guards``) is skipped when its
+condition, already computed, picks the other branch.
 """
 
 import time
@@ -29,12 +33,20 @@ class VM:
         self.checks = list(checks)
         self.profile = profile
         self.steps = []
+        from symgraph.ops.ifelse import branch_guards
+
+        branches = branch_guards(fgraph.outputs, order)
+        #: per step: ((condition cell, truth), ...) that must all hold for it to run
+        self.branch_conditions = []
         for node in order:
             if guard is not None and node is guard.node:
                 self.steps.append((guard.perform, node, [storage[v] for v in guard.variables],
                                    None))
+                self.branch_conditions.append(())
             self.steps.append((node.op.perform, node, [storage[v] for v in node.inputs],
                                [storage[v] for v in node.outputs]))
+            self.branch_conditions.append(tuple((storage[cond], truth) for cond, truth
+                                                in branches.get(node, ())))
         keep = set(fgraph.inputs) | {v for v in storage if isinstance(v, Constant)}
         # Intermediate cells are emptied after a call so that memory is freed
         # and no returned array is ever reused as an op's output buffer.
@@ -43,7 +55,10 @@ class VM:
     def __call__(self):
         if self.checks or self.profile is not None:
             return self._run_checked()
-        for perform, node, in_cells, out_cells in self.steps:
+        for (perform, node, in_cells, out_cells), conditions in zip(self.steps,
+                                                                    self.branch_conditions):
+            if conditions and not _taken(conditions):
+                continue
             values = [c[0] for c in in_cells]
             try:
                 perform(node, values, out_cells)
@@ -52,7 +67,10 @@ class VM:
 
     def _run_checked(self):
         keep_copies = any(getattr(check, "needs_input_copies", False) for check in self.checks)
-        for perform, node, in_cells, out_cells in self.steps:
+        for (perform, node, in_cells, out_cells), conditions in zip(self.steps,
+                                                                    self.branch_conditions):
+            if conditions and not _taken(conditions):
+                continue
             values = [c[0] for c in in_cells]
             if out_cells is None:  # the update guard: no node of its own to check
                 perform(node, values, out_cells)
@@ -73,6 +91,11 @@ class VM:
     def clear_temporaries(self):
         for cell in self.temporaries:
             cell[0] = None
+
+
+def _taken(conditions):
+    """True when every (condition cell, truth) pair holds: the step's branch is taken."""
+    return all(bool(cell[0]) == truth for cell, truth in conditions)
 
 
 def _reraise(node, values, exc):

@@ -108,3 +108,18 @@ def test_the_python_vm_gives_the_same_results():
     g = _function([c, x], out)
     for cv in (1.0, -1.0):
         np.testing.assert_allclose(f(np.array(cv), np.ones(2)), g(np.array(cv), np.ones(2)))
+
+
+def test_the_python_vm_skips_the_branch_not_taken_too():
+    calls = {"then": 0, "else": 0}
+    then_op = _counting("then", calls, lambda a: a * 2)
+    else_op = _counting("else", calls, lambda a: a - 1)
+    c = T.dscalar("c")
+    x = T.dvector("x")
+    f = symgraph.function([c, x], ifelse(c > 0, then_op(x), else_op(x)),
+                          mode=symgraph.Mode(linker="py", optimizer="fast_run"))
+    a = np.arange(3.0)
+    np.testing.assert_allclose(f(1.0, a), a * 2)
+    assert calls == {"then": 1, "else": 0}
+    np.testing.assert_allclose(f(-1.0, a), a - 1)
+    assert calls == {"then": 1, "else": 1}
