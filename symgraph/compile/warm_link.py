@@ -7,14 +7,10 @@ kernel's key, kind and aliasing, whether its library uses OpenMP, and the
 global pointers the linker sets after loading (``CKernel.symbols``).  That is
 all the runtime needs: the kernel's C source is not needed again.
 
-:func:`restore_program` assembles the runtime Program as
-``backends/native/linker.build_program`` does, from those records instead
-of freshly lowered kernels.
+:func:`restore_program` assembles the runtime Program with the linker's own
+``assign_slots`` and ``assemble_program``, from those records instead of
+freshly lowered kernels.
 """
-
-import numpy as np
-
-from symgraph.graph.basic import Constant
 
 __all__ = ["native_records", "restore_program"]
 
@@ -100,7 +96,8 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
     """A NativeProgram running ``order`` over ``fgraph`` with the kernels that
     ``records`` name (see :func:`native_records`), or None when one of them
     cannot be loaded.  ``extra_steps`` as for ``build_program``."""
-    from symgraph.backends.native.linker import NativeProgram, _native_step, python_step
+    from symgraph.backends.native.linker import (NativeProgram, _native_step, assemble_program,
+                                                 assign_slots, python_step)
     from symgraph.backends.native.runtime import load_runtime
     from symgraph.backends.protocol import get_backend
 
@@ -110,47 +107,19 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
     if loaded is None:
         return None
     found, libraries = loaded
-    slot_of, constants = {}, []
-    for var in fgraph.inputs:
-        slot_of[var] = len(slot_of)
-    for var in [v for node in order for v in node.inputs + node.outputs] + fgraph.outputs:
-        if var not in slot_of:
-            slot_of[var] = len(slot_of)
-            if isinstance(var, Constant):
-                constants.append(var)
-
+    slot_of, constants = assign_slots(fgraph, order)
     runtime = load_runtime()
-    steps, step_nodes, python_nodes = [], [], []
-    for index, node in enumerate(order):
-        before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
-        for callable_, ins in before:
-            steps.append((1, callable_, tuple(slot_of[v] for v in ins), ()))
-            step_nodes.append(node)
-        ins = tuple(slot_of[v] for v in node.inputs)
-        outs = tuple(slot_of[v] for v in node.outputs)
-        if index in found:
-            kernel, addresses, backend = found[index]
-            allocator = backend.output_allocator(node).runtime_number(runtime)
-            steps.append(_native_step(kernel, addresses, node, ins, outs, allocator))
-        else:
-            steps.append((1, python_step(node), ins, outs))
-            python_nodes.append(node)
-        step_nodes.append(node)
-        for callable_, ins_vars in after:
-            steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
-            step_nodes.append(node)
+    position = {node: index for index, node in enumerate(order)}
 
-    inputs = []
-    for var in fgraph.inputs:
-        dtype = getattr(var.type, "dtype", None)
-        if dtype is None or var.type.__class__.__name__ != "TensorType":
-            inputs.append((slot_of[var], -1, -1, ()))
-            continue
-        inputs.append((slot_of[var], np.dtype(dtype).num, var.type.ndim,
-                       tuple(-1 if s is None else s for s in var.type.shape)))
-    program = runtime.Program(len(slot_of), tuple(inputs), tuple(steps),
-                              tuple(slot_of[v] for v in fgraph.outputs))
-    for var in constants:
-        program.set_constant(slot_of[var], var.data)
+    def node_step(node, ins, outs):
+        index = position[node]
+        if index not in found:
+            return (1, python_step(node), ins, outs), True
+        kernel, addresses, backend = found[index]
+        allocator = backend.output_allocator(node).runtime_number(runtime)
+        return _native_step(kernel, addresses, node, ins, outs, allocator), False
+
+    program, step_nodes, python_nodes = assemble_program(runtime, fgraph, order, slot_of,
+                                                         constants, extra_steps, node_step)
     return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
                          python_nodes, libraries)

@@ -479,21 +479,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
 
     backends = list(backends or [get_backend()])
     start = time.perf_counter()
-    slot_of = {}
-    for var in fgraph.inputs:
-        slot_of[var] = len(slot_of)
-    constants = []
-    for node in order:
-        for var in node.inputs + node.outputs:
-            if var not in slot_of:
-                slot_of[var] = len(slot_of)
-                if isinstance(var, Constant):
-                    constants.append(var)
-    for var in fgraph.outputs:
-        if var not in slot_of:
-            slot_of[var] = len(slot_of)
-            if isinstance(var, Constant):
-                constants.append(var)
+    slot_of, constants = assign_slots(fgraph, order)
     kernels = {}
     node_keys = {}
     environments = {}
@@ -526,30 +512,57 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                                 "the compile cache, and no C compiler was found to build it")
 
     runtime = load_runtime()
+
+    def node_step(node, ins, outs):
+        key = node_keys.get(node)
+        if is_select(node):
+            return (2, node.op.as_view, ins, outs,
+                    tuple(np.dtype(o.dtype).num for o in node.outputs)), False
+        if key is None or key not in addresses:
+            return (1, python_step(node), ins, outs), True
+        allocator = backend_of[node].output_allocator(node).runtime_number(runtime)
+        return _native_step(kernels[key], addresses[key], node, ins, outs, allocator), False
+
+    program, step_nodes, python_nodes = assemble_program(runtime, fgraph, order, slot_of,
+                                                         constants, extra_steps, node_step)
+    set_branch_guards(program, fgraph, order, step_nodes, slot_of)
+    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
+                         python_nodes, libraries)
+
+
+def assign_slots(fgraph, order):
+    """``(slot_of, constants)``: a runtime slot for each variable of the
+    program running ``order`` (the graph's inputs first), and its constants."""
+    slot_of, constants = {}, []
+    for var in fgraph.inputs:
+        slot_of[var] = len(slot_of)
+    for var in [v for node in order for v in node.inputs + node.outputs] + fgraph.outputs:
+        if var not in slot_of:
+            slot_of[var] = len(slot_of)
+            if isinstance(var, Constant):
+                constants.append(var)
+    return slot_of, constants
+
+
+def assemble_program(runtime, fgraph, order, slot_of, constants, extra_steps, node_step):
+    """The runtime's Program for ``order``: ``node_step(node, ins, outs) ->
+    (step, runs_python)`` describes each node's step, ``extra_steps`` adds
+    the check steps around it.  Returns (program, step_nodes, python_nodes)."""
     steps, step_nodes, python_nodes = [], [], []
     for node in order:
         before, after = extra_steps(node, slot_of) if extra_steps else ((), ())
         for callable_, ins in before:
             steps.append((1, callable_, tuple(slot_of[v] for v in ins), ()))
             step_nodes.append(node)
-        ins = tuple(slot_of[v] for v in node.inputs)
-        outs = tuple(slot_of[v] for v in node.outputs)
-        key = node_keys.get(node)
-        if is_select(node):
-            steps.append((2, node.op.as_view, ins, outs,
-                          tuple(np.dtype(o.dtype).num for o in node.outputs)))
-        elif key is None or key not in addresses:
-            steps.append((1, python_step(node), ins, outs))
+        step, runs_python = node_step(node, tuple(slot_of[v] for v in node.inputs),
+                                      tuple(slot_of[v] for v in node.outputs))
+        steps.append(step)
+        if runs_python:
             python_nodes.append(node)
-        else:
-            allocator = backend_of[node].output_allocator(node).runtime_number(runtime)
-            steps.append(_native_step(kernels[key], addresses[key], node, ins, outs,
-                                      allocator))
         step_nodes.append(node)
         for callable_, ins_vars in after:
             steps.append((1, callable_, tuple(slot_of[v] for v in ins_vars), ()))
             step_nodes.append(node)
-
     inputs = []
     for var in fgraph.inputs:
         dtype = getattr(var.type, "dtype", None)
@@ -562,9 +575,7 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                               tuple(slot_of[v] for v in fgraph.outputs))
     for var in constants:
         program.set_constant(slot_of[var], var.data)
-    set_branch_guards(program, fgraph, order, step_nodes, slot_of)
-    return NativeProgram(program, order, slot_of, step_nodes, len(fgraph.inputs),
-                         python_nodes, libraries)
+    return program, step_nodes, python_nodes
 
 
 def _native_step(kernel, addresses, node, ins, outs, allocator=0):
