@@ -486,6 +486,8 @@ def _conform_given(var, repl):
 
 # The Function object lives in function_call (this module was over 600 lines).
 from symgraph.compile.function_call import Function  # noqa: E402
+# Theano's path for function_dump is compile.function.
+from symgraph.compile.function_dump import function_dump  # noqa: E402,F401
 
 
 def _backends():

@@ -323,7 +323,10 @@ class Function:
             var = fg.outputs[k]
             if not _close_where_reference_finite(var.type, a, b):
                 what = f"output {k}" if k < self.maker.n_outputs else "an update"
-                raise AssertionError(
+                from symgraph.compile.debug_checks import BadOptimization
+
+                # BadOptimization is an AssertionError too, as before
+                raise BadOptimization(
                     f"DebugMode: {what} of {self._where()} differs between the optimized "
                     f"and the unoptimized graph:\n optimized: {a!r}\n reference: {b!r}")
 

@@ -130,6 +130,14 @@ def test_bad_thunk_output_names_the_node():
     assert issubclass(debugmode.StochasticOrder, debugmode.DebugModeError)
 
 
+def test_debugmode_raises_bad_optimization_when_the_graphs_disagree():
+    x = T.dvector("x")
+    f = symgraph.function([x], x * 2, mode="DebugMode")
+    np.testing.assert_allclose(f(np.ones(2)), [2.0, 2.0])
+    with pytest.raises(debugmode.BadOptimization, match="differs between the optimized"):
+        f._compare_with_reference([np.array([1.0])], [np.array([2.0])])
+
+
 # -- Mode ----------------------------------------------------------------------------------------
 
 def test_mode_requiring_including_excluding():
