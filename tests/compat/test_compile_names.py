@@ -131,6 +131,8 @@ def test_bad_thunk_output_names_the_node():
 
 
 def test_debugmode_raises_bad_optimization_when_the_graphs_disagree():
+    from symgraph.compile import debugmode
+
     x = T.dvector("x")
     f = symgraph.function([x], x * 2, mode="DebugMode")
     np.testing.assert_allclose(f(np.ones(2)), [2.0, 2.0])
