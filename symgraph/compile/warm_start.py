@@ -38,7 +38,6 @@ import hashlib
 import logging
 import os
 import pickle
-import tempfile
 import time
 
 from symgraph.compile.warm_key import WARM_FORMAT, Uncacheable, warm_key
@@ -196,6 +195,7 @@ class WarmStart:
             return
         try:
             from symgraph.backends.native.cache import get_cache
+            from symgraph.backends.native.cache_files import write_private_atomic
             from symgraph.compile.warm_link import native_records
 
             natives = None if native is None else native_records(order, native, backends)
@@ -203,8 +203,8 @@ class WarmStart:
                       "graph": _flatten(fgraph, order), "natives": natives}
             payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
             cache = get_cache()
-            _write_atomic(_entry_path(cache, self.key),
-                          MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            write_private_atomic(_entry_path(cache, self.key),
+                                 MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
         except Exception as exc:  # noqa: BLE001  (an op that does not pickle, a full disk)
             stats["uncacheable"] += 1
             _log.debug("warm start: the function was not stored: %s", exc)
@@ -232,20 +232,6 @@ def _verified_payload(data):
     if not sep or hashlib.sha256(payload).hexdigest().encode() != head:
         raise _Damaged("its content does not match its hash (truncated or altered)")
     return payload
-
-
-def _write_atomic(path, data):
-    """Replace ``path`` by a private (0600) file holding ``data``: written under
-    a temporary name in the same folder, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # -- the graph, flat

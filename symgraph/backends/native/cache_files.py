@@ -48,11 +48,14 @@ def write_private(path, text):
 
 
 def write_private_atomic(path, text):
-    """Replace ``path`` with a private (0600) file holding ``text``: written to
-    a temporary name in the same folder, then renamed (readers see either file)."""
+    """Replace ``path`` with a private (0600) file holding ``text`` (a str, or
+    bytes): written to a temporary name in the same folder, then renamed
+    (readers see either file)."""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+    binary = isinstance(text, (bytes, bytearray))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb" if binary else "w",
+                       encoding=None if binary else "utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:
