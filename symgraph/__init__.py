@@ -27,7 +27,7 @@ _LAZY = {
     "foldl": "symgraph.scan", "foldr": "symgraph.scan", "scan_checkpoints": "symgraph.scan",
     "subgraph_grad": "symgraph.gradient", "pprint": "symgraph.printing",
     "OpFromGraph": "symgraph.ops.from_graph", "as_op": "symgraph.ops.from_graph",
-    "dot": "symgraph.tensor",
+    "dot": "symgraph.tensor", "sparse_grad": "symgraph._sparse_grad",
 }
 
 

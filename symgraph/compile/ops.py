@@ -13,7 +13,19 @@ from symgraph.ops.shape import shape_i as _shape_i
 from symgraph.ops.view_copy import DeepCopyOp, ViewOp, deep_copy_op, view_op  # noqa: F401
 
 __all__ = ["FromFunctionOp", "as_op", "Shape", "Shape_i", "shape_i", "SpecifyShape",
-           "specify_shape", "ViewOp", "view_op", "DeepCopyOp", "deep_copy_op"]
+           "specify_shape", "ViewOp", "view_op", "DeepCopyOp", "deep_copy_op",
+           "OutputGuard", "_output_guard"]
+
+
+class OutputGuard(ViewOp):
+    """Theano's ``OutputGuard``: the identity, as a view, that Theano's linker
+    put on outputs so that no in-place op overwrote them.  symgraph's linker
+    copies an output that aliases an input or another output itself, so
+    nothing inserts this op; a program that applies it gets ``view_op``'s
+    behaviour (the same array, the gradient passed through)."""
+
+
+_output_guard = OutputGuard()
 
 
 def shape_i(var, i, fgraph=None):

@@ -99,17 +99,52 @@ class ObjectType(Type):
         return a is b
 
 
+#: Constructors registered with ``shared_constructor``, tried newest first.
+_constructors = []
+
+
+def shared_constructor(ctor, remove=False):
+    """Register ``ctor`` (Theano's hook for new shared types): ``shared(value,
+    name, strict, allow_downcast, borrow, **kwargs)`` calls the registered
+    constructors, the most recent first, with those arguments, and uses the
+    first result; a constructor raises TypeError for values it does not take.
+    symgraph's own types come last.  ``remove=True`` unregisters ``ctor``.
+    Returns ``ctor``, so that it works as a decorator."""
+    if remove:
+        if ctor in _constructors:
+            _constructors.remove(ctor)
+    elif ctor not in _constructors:
+        _constructors.append(ctor)
+    return ctor
+
+
 def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, shape=None,
-           broadcastable=None):
+           broadcastable=None, **kwargs):
     """A shared variable holding ``value``.
 
     Arrays (and Python/NumPy numbers) get a TensorType with the value's dtype
     and no static shape, except where ``shape``/``broadcastable`` declare one
     (Theano's default: no dimension broadcastable).  Other objects get an
-    ObjectType of their class.
+    ObjectType of their class.  Constructors registered with
+    ``shared_constructor`` are tried first; ``kwargs`` go only to them.
     """
     from symgraph.tensor.type import TensorType
 
+    if _constructors and not isinstance(value, Variable):
+        extra = dict(kwargs)
+        if shape is not None:
+            extra["shape"] = shape
+        if broadcastable is not None:
+            extra["broadcastable"] = broadcastable
+        for ctor in reversed(_constructors):
+            try:
+                return ctor(value, name=name, strict=strict, allow_downcast=allow_downcast,
+                            borrow=borrow, **extra)
+            except TypeError:
+                continue
+    if kwargs:
+        raise TypeError(f"shared() got unexpected keyword arguments {sorted(kwargs)} (no "
+                        f"registered shared_constructor took them)")
     if isinstance(value, Variable):
         raise TypeError(f"shared() needs a value, not a symbolic variable ({value})")
     if isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
@@ -137,6 +172,9 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
                                     allow_downcast=allow_downcast)
     return SharedVariable(ObjectType(type(value)), value, name=name, strict=strict,
                           borrow=borrow)
+
+
+shared.constructors = _constructors  # Theano's attribute: the registered constructors
 
 
 def _device_context():
