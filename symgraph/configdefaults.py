@@ -106,3 +106,6 @@ add_flag("assert_no_cpu_op", "With device=cuda: what to do about nodes left on t
          "(ignore, warn, raise).", EnumParam("ignore", "warn", "raise"))
 add_flag("deterministic", "more: prefer deterministic (slower) implementations.",
          EnumParam("default", "more"))
+
+# Theano 1.0's flags that symgraph had not declared under their own names.
+from symgraph import configdefaults_theano  # noqa: E402,F401
