@@ -184,9 +184,11 @@ class FunctionMaker:
         elif self.mode.optimizer is not None:
             from symgraph.opt import optimize
 
-            optimize(fgraph, optimizer=self.mode.optimizer,
-                     including=self.mode.including_tags(),
-                     excluding=self.mode.excluding_tags())
+            # Theano's compute_test_value_opt: rewrites build nodes under it
+            with config.change_flags(compute_test_value=config.compute_test_value_opt):
+                optimize(fgraph, optimizer=self.mode.optimizer,
+                         including=self.mode.including_tags(),
+                         excluding=self.mode.excluding_tags())
             from symgraph.opt.gpu_placement import check_placement
 
             check_placement(fgraph)

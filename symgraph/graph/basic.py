@@ -8,6 +8,7 @@ subexpression elimination) and the compile cache can compare them.
 
 from types import SimpleNamespace
 
+from symgraph.graph import test_value as _test_value
 from symgraph.graph.trace import user_line
 
 
@@ -97,7 +98,7 @@ class Variable:
         self.owner = owner
         self.index = index
         self.name = name
-        self.tag = SimpleNamespace()
+        self.tag = _test_value.tag_for(type)
 
     def __str__(self):
         if self.name is not None:
@@ -110,7 +111,17 @@ class Variable:
         return f"<{self.type}>"
 
     def __repr__(self):
+        from symgraph.config import config
+
+        # Theano's print_test_value: the test value under the name, when there is one
+        if config.get("print_test_value") and "test_value" in vars(self.tag):
+            return f"{self}\n{self.tag.test_value!r}"
         return str(self)
+
+    def get_test_value(self):
+        """This variable's test value (see ``symgraph.graph.test_value``); raises
+        TestValueError when it has none."""
+        return _test_value.get_test_value(self)
 
     def clone(self):
         """A new unowned Variable of the same type and name."""
@@ -257,6 +268,9 @@ class Op(PropsValue):
 
     def __call__(self, *inputs, **kwargs):
         node = self.make_node(*inputs, **kwargs)
+        mode = _test_value.test_values_enabled()
+        if mode is not None:
+            _test_value.compute_test_values(node, mode)
         if self.default_output is not None:
             return node.outputs[self.default_output]
         if len(node.outputs) == 1:
