@@ -26,7 +26,7 @@ import numpy as np
 from symgraph.config import BoolParam, EnumParam, IntParam, Param, StrParam, add_flag
 from symgraph.version import __version__
 
-__all__ = ["numpy_errstate", "effective_compiledir", "compiledir_format_values"]
+__all__ = ["numpy_errstate", "elemwise_errstate", "effective_compiledir", "compiledir_format_values"]
 
 _TEST_VALUE_MODES = ("off", "ignore", "warn", "raise", "pdb")
 _SETERR = ("ignore", "warn", "raise", "call", "print", "log")
@@ -119,6 +119,15 @@ def numpy_errstate():
         if value != "None":
             state[kind] = value
     return state or None
+
+
+def elemwise_errstate():
+    """``numpy.errstate`` arguments for an element-wise op's NumPy ``perform``:
+    quiet, as the generated C loops are (NaN and Inf propagate), except for the
+    kinds that the ``numpy.seterr_*`` flags set.  Theano's Python ops obeyed
+    NumPy's error state and its C code never raised; so are symgraph's."""
+    state = numpy_errstate()
+    return {"all": "ignore"} if state is None else {"all": "ignore", **state}
 
 
 # -- NanGuardMode, DebugMode, profiling ---------------------------------------------

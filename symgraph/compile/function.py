@@ -198,6 +198,7 @@ class FunctionMaker:
         self.profile = ProfileStats(name) if (profile or config.profile) else None
         if self.profile is not None:
             self.profile.compile_time.update(self.timings)
+            self.profile.fgraph = fgraph
 
     # -- checks done once, at compile time ---------------------------------
 

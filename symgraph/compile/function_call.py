@@ -16,6 +16,7 @@ import numpy as np
 
 from symgraph.compile.errors import InputError, reraise_with_node
 from symgraph.compile.mode import DebugMode
+from symgraph.configdefaults_theano import numpy_errstate
 from symgraph.graph.basic import Constant
 from symgraph.graph.destroy import DestroyHandler
 
@@ -106,9 +107,14 @@ class Function:
         # Inputs the graph may overwrite (In(mutable=True)): their arrays are
         # checked on each call (_guard_mutable), so not on the C fast path.
         self._mutable = [k for k, spec in enumerate(maker.in_specs) if spec.mutable]
+        # The runtime checks arrays of host tensor types only; values of other
+        # types (device arrays, objects) are filtered in Python on every call,
+        # so a host array never reaches a device kernel.
+        self._unchecked = any(type(t).__name__ != "TensorType" for t in self.input_types)
         # State inputs are written back in Python, so not on the fast path either.
         if native is not None and self.profile is None and not self._states and \
-                not isinstance(maker.mode, DebugMode) and not self._mutable:
+                not isinstance(maker.mode, DebugMode) and not self._mutable and \
+                not self._unchecked:
             self._configure_fast_path()
 
     def _initial_value(self, pos, spec):
@@ -211,6 +217,17 @@ class Function:
     reference = None
 
     def __call__(self, *args, **kwargs):
+        errstate = numpy_errstate()
+        if errstate is None:
+            results = self._call(*args, **kwargs)
+        else:  # Theano's numpy.seterr_* flags hold around the call only
+            with np.errstate(**errstate):
+                results = self._call(*args, **kwargs)
+        if self.profile is not None and not self.profile.first_call_done:
+            self.profile.end_first_call()
+        return results
+
+    def _call(self, *args, **kwargs):
         if self._fast is not None and not kwargs:
             try:
                 return self._fast(*args)
@@ -251,7 +268,8 @@ class Function:
         return results
 
     def _call_native(self, args, kwargs):
-        if kwargs or len(args) != len(self.input_cells):
+        if kwargs or len(args) != len(self.input_cells) or \
+                (self._unchecked and not self.trust_input):
             values, check = self._bind(args, kwargs), False
         else:
             values, check = args, not self.trust_input

@@ -9,6 +9,7 @@ Theano, because the gradient would otherwise not be summed over it.
 
 import numpy as np
 
+from symgraph.configdefaults_theano import elemwise_errstate
 from symgraph.graph.basic import Apply, Op
 from symgraph.tensor.basic import as_tensor_variable, constant, is_python_scalar
 from symgraph.tensor.type import TensorType
@@ -63,7 +64,8 @@ class Elemwise(Op):
         check_runtime_broadcast(node, inputs)
         compute = self.scalar_op.compute_dtype(*[i.dtype for i in node.inputs])
         args = inputs if compute is None else [np.asarray(a, dtype=compute) for a in inputs]
-        with np.errstate(all="ignore"):
+        # quiet as the C loops are, unless the numpy.seterr_* flags ask otherwise
+        with np.errstate(**elemwise_errstate()):
             results = self.scalar_op.impl(*args)
         if self.scalar_op.nout == 1:
             results = (results,)
