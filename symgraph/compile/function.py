@@ -184,11 +184,16 @@ class FunctionMaker:
         elif self.mode.optimizer is not None:
             from symgraph.opt import optimize
 
+            from symgraph.compile.stack_check import check_stack_traces, user_traces
+
+            traces = user_traces(fgraph) if config.check_stack_trace != "off" else None
             # Theano's compute_test_value_opt: rewrites build nodes under it
             with config.change_flags(compute_test_value=config.compute_test_value_opt):
                 optimize(fgraph, optimizer=self.mode.optimizer,
                          including=self.mode.including_tags(),
                          excluding=self.mode.excluding_tags())
+            if traces is not None:
+                check_stack_traces(fgraph, traces)
             from symgraph.opt.gpu_placement import check_placement
 
             check_placement(fgraph)

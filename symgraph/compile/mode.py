@@ -43,7 +43,8 @@ class Mode:
     def _not_required(self):
         # A requirement is a filter on the selected rewrites: those without every
         # required tag are excluded by name, which the rewrite query accepts.
-        required = getattr(self, "require_tags", ())
+        required = getattr(self, "require_tags", ()) + \
+            tuple(t for t in config.optimizer_requiring.split(":") if t)
         if not required:
             return ()
         from symgraph.opt import pipeline  # noqa: F401  (every rewrite registered)

@@ -114,6 +114,10 @@ class ShapeFeature(Feature):
             shapes = node.op.infer_shape(self.fgraph, node, input_shapes)
         except NotImplementedError:
             shapes = None
+        except Exception as exc:
+            if not _warned_shape_error(node, exc):
+                raise
+            shapes = None
         for pos, out in enumerate(node.outputs):
             if not isinstance(out.type, _ARRAY_TYPES):
                 continue
@@ -144,3 +148,18 @@ class ShapeFeature(Feature):
                                  f"as a size; sizes are int scalars")
             result.append(cast(size, "int64"))
         return tuple(result)
+
+
+def _warned_shape_error(node, exc):
+    """Theano's ``on_shape_error``: an ``infer_shape`` that fails raises (symgraph's
+    default, so a broken op is found: False here), or with ``warn`` its outputs'
+    shapes are read at run time instead, after a warning (True)."""
+    import warnings
+
+    from symgraph.config import config
+
+    if config.get("on_shape_error") != "warn":
+        return False
+    warnings.warn(f"{node.op}.infer_shape failed ({type(exc).__name__}: {exc}); its "
+                  "output shapes are read at run time (on_shape_error=warn)", stacklevel=2)
+    return True

@@ -100,9 +100,9 @@ class ModuleCache:
     """
 
     def __init__(self, root=None):
-        from symgraph.config import config
+        from symgraph.configdefaults_theano import effective_compiledir
 
-        self.root = Path(os.path.abspath(os.path.expanduser(str(root or config.compiledir))))
+        self.root = Path(os.path.abspath(os.path.expanduser(str(root or effective_compiledir()))))
         self._root_str = str(self.root)
         self._verified = {}      # key -> (inode, mtime_ns, size, sha256) checked here
         self._mutex = threading.Lock()
@@ -568,10 +568,11 @@ _caches_lock = threading.Lock()
 
 def get_cache(root=None):
     """The shared :class:`ModuleCache` of ``root`` (default: the ``compiledir`` flag,
-    read at each call, so ``change_flags(compiledir=...)`` takes effect)."""
-    from symgraph.config import config
+    read at each call, so ``change_flags(compiledir=...)`` takes effect; Theano's
+    ``base_compiledir`` and ``compiledir_format`` name it when it was not set)."""
+    from symgraph.configdefaults_theano import effective_compiledir
 
-    path = os.path.abspath(os.path.expanduser(str(root or config.compiledir)))
+    path = os.path.abspath(os.path.expanduser(str(root or effective_compiledir())))
     with _caches_lock:
         cache = _caches.get(path)
         if cache is None:
