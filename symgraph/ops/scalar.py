@@ -86,6 +86,17 @@ class ScalarOp(PropsValue):
 
     __repr__ = __str__
 
+    def __call__(self, *inputs):
+        """Apply this op to variables, as Theano's scalar ops are applied
+        (``theano.scalar.add(x, y)``): through ``Elemwise``, so 0-d inputs give a
+        0-d result.  Add and Mul take any number of inputs."""
+        from symgraph.ops.elemwise import Elemwise
+
+        op = self
+        if len(inputs) != self.nin and self.__props__ == ("nin",):
+            op = type(self)(len(inputs))
+        return Elemwise(op)(*inputs)
+
     def output_dtypes(self, *dtypes):
         """The output dtypes, one per output."""
         return [self.output_dtype(*dtypes)] * self.nout
