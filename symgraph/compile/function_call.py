@@ -250,7 +250,7 @@ class Function:
                        for r, c in zip(results, self._copy_output)]
             new_values = [np.array(cell[0], copy=True) if copy_it else cell[0]
                           for (_, cell, _), copy_it in zip(self._updates, self._update_copy)]
-            states = [np.array(cell[0], copy=True) for _, cell in self._states]
+            states = [_copy_state(cell[0]) for _, cell in self._states]
             if expected is not None:
                 self._compare_with_reference(results + new_values + states, expected)
             for (target, _, vtype), value in zip(self._updates, new_values):
@@ -287,7 +287,7 @@ class Function:
                       for v, copy_it in zip(outs[n:], self._update_copy)]
         # a state is kept past this call: never an array that an output, an
         # input or the runtime's buffers also hold
-        states = [np.array(outs[o], copy=True) for o in self.maker.state_index.values()]
+        states = [_copy_state(outs[o]) for o in self.maker.state_index.values()]
         if expected is not None:
             self._compare_with_reference(results + new_values + states, expected)
         for (target, _, _), value in zip(self._updates, new_values):
@@ -473,3 +473,10 @@ def _close_where_reference_finite(vtype, got, expected):
         return False
     finite = np.isfinite(expected)
     return vtype.values_eq_approx(got[finite], expected[finite])
+
+
+def _copy_state(value):
+    """A state input's next value, kept past the call: arrays are copied; other
+    values (a random generator state) are new objects made by their op, and
+    np.array would wrap them in an object array."""
+    return np.array(value, copy=True) if isinstance(value, (np.ndarray, np.generic)) else value
