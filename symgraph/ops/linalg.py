@@ -14,7 +14,7 @@ so they need no op of their own and are differentiable.
 """
 
 import numpy as np
-import scipy.linalg
+from symgraph.ops.lazy_scipy import linalg as _linalg
 
 from symgraph.graph.basic import Apply, Op
 from symgraph.tensor.basic import as_tensor_variable
@@ -296,7 +296,7 @@ class Cholesky(Op):
 
     def perform(self, node, inputs, output_storage):
         try:
-            z = scipy.linalg.cholesky(inputs[0], lower=self.lower)
+            z = _linalg().cholesky(inputs[0], lower=self.lower)
         except np.linalg.LinAlgError:
             if self.on_error == "raise":
                 raise
@@ -351,13 +351,13 @@ class Solve(Op):
     def perform(self, node, inputs, output_storage):
         a, b = inputs
         if self.A_structure == "lower_triangular":
-            x = scipy.linalg.solve_triangular(a, b, lower=True)
+            x = _linalg().solve_triangular(a, b, lower=True)
         elif self.A_structure == "upper_triangular":
-            x = scipy.linalg.solve_triangular(a, b, lower=False)
+            x = _linalg().solve_triangular(a, b, lower=False)
         elif self.A_structure == "symmetric":
-            x = scipy.linalg.solve(a, b, assume_a="sym", lower=self.lower)
+            x = _linalg().solve(a, b, assume_a="sym", lower=self.lower)
         else:
-            x = scipy.linalg.solve(a, b)
+            x = _linalg().solve(a, b)
         output_storage[0][0] = np.asarray(x).astype(node.outputs[0].dtype, copy=False)
 
     def _transposed(self):
@@ -399,7 +399,7 @@ class Eigvalsh(Op):
     def perform(self, node, inputs, output_storage):
         a = inputs[0]
         b = inputs[1] if len(inputs) > 1 else None
-        w = scipy.linalg.eigvalsh(a, b, lower=self.lower)
+        w = _linalg().eigvalsh(a, b, lower=self.lower)
         output_storage[0][0] = w.astype(node.outputs[0].dtype, copy=False)
 
     def L_op(self, inputs, outputs, output_grads):
@@ -435,7 +435,7 @@ class _GeneralizedEigenvectors(Op):
 
     def perform(self, node, inputs, output_storage):
         b = inputs[1] if len(inputs) > 1 else None
-        _, v = scipy.linalg.eigh(inputs[0], b, lower=self.lower)
+        _, v = _linalg().eigh(inputs[0], b, lower=self.lower)
         output_storage[0][0] = v.astype(node.outputs[0].dtype, copy=False)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -454,7 +454,7 @@ class Expm(Op):
         return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = scipy.linalg.expm(inputs[0]).astype(node.outputs[0].dtype,
+        output_storage[0][0] = _linalg().expm(inputs[0]).astype(node.outputs[0].dtype,
                                                                    copy=False)
 
     def L_op(self, inputs, outputs, output_grads):

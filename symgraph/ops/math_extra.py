@@ -9,7 +9,7 @@ integers).
 import numbers
 
 import numpy as np
-import scipy.special
+from symgraph.ops.lazy_scipy import ScipyFunction
 
 from symgraph.ops import math as _math
 from symgraph.ops import scalar_math as sm
@@ -21,7 +21,7 @@ __all__ = ["gamma", "sgn", "iround", "allclose", "mgrid", "ogrid", "Gamma"]
 class Gamma(sm._Unary):
     """The Gamma function (scipy.special.gamma)."""
 
-    ufunc = scipy.special.gamma
+    ufunc = ScipyFunction("scipy.special", "gamma")
 
     def grad(self, inputs, outputs, output_grads):
         return [output_grads[0] * outputs[0] * _math.psi(inputs[0])]

@@ -9,7 +9,7 @@ are Python floats, which promote weakly and so keep the input's dtype.
 import math
 
 import numpy as np
-import scipy.special
+from symgraph.ops.lazy_scipy import ScipyFunction, special as _special
 
 from symgraph.ops.scalar import FloatScalarOp, UnaryScalarOp, complex_to_real_out, float_out
 
@@ -113,7 +113,7 @@ class Log1mexp(_Unary):
 class Sigmoid(_Unary):
     """1 / (1 + e ** -x), without overflow for large |x|."""
 
-    ufunc = scipy.special.expit
+    ufunc = ScipyFunction("scipy.special", "expit")
 
     def grad(self, inputs, outputs, output_grads):
         out = outputs[0]
@@ -288,7 +288,7 @@ class Rad2Deg(_Unary):
 class Erf(_Unary):
     """The error function."""
 
-    ufunc = scipy.special.erf
+    ufunc = ScipyFunction("scipy.special", "erf")
 
     def grad(self, inputs, outputs, output_grads):
         x = inputs[0]
@@ -298,7 +298,7 @@ class Erf(_Unary):
 class Erfc(_Unary):
     """1 - erf(x), accurate for large x."""
 
-    ufunc = scipy.special.erfc
+    ufunc = ScipyFunction("scipy.special", "erfc")
 
     def grad(self, inputs, outputs, output_grads):
         x = inputs[0]
@@ -318,7 +318,7 @@ class Erfinv(_Special):
 
     @staticmethod
     def ufunc(x):
-        result = scipy.special.erfinv(x)
+        result = _special().erfinv(x)
         return np.where(x == 0, x, result).astype(result.dtype, copy=False)[()]
 
     def grad(self, inputs, outputs, output_grads):
@@ -328,7 +328,7 @@ class Erfinv(_Special):
 class GammaLn(_Unary):
     """log |Gamma(x)|."""
 
-    ufunc = scipy.special.gammaln
+    ufunc = ScipyFunction("scipy.special", "gammaln")
 
     def grad(self, inputs, outputs, output_grads):
         return [output_grads[0] * _m().psi(inputs[0])]
@@ -343,7 +343,7 @@ class Psi(_Special):
     cancel near psi's zeros (scipy's too).  Correctly rounded in float32.
     """
 
-    ufunc = scipy.special.psi
+    ufunc = ScipyFunction("scipy.special", "psi")
 
     def grad(self, inputs, outputs, output_grads):
         return [output_grads[0] * _m().tri_gamma(inputs[0])]
@@ -360,7 +360,7 @@ class TriGamma(_Special):
     name = "tri_gamma"
 
     def impl(self, x):
-        return scipy.special.polygamma(1, x)
+        return _special().polygamma(1, x)
 
     def grad(self, inputs, outputs, output_grads):
         from symgraph.graph.gradient_markers import grad_not_implemented

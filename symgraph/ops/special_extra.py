@@ -12,7 +12,7 @@ the element-wise loop calls scipy.
 
 import math
 
-import scipy.special
+from symgraph.ops.lazy_scipy import ScipyFunction, special as _special
 
 from symgraph.ops.elemwise import Elemwise
 from symgraph.ops.scalar import FloatScalarOp
@@ -46,7 +46,7 @@ class _Binary(FloatScalarOp):
 class Erfcx(_Unary):
     """The scaled complementary error function, exp(x**2) * erfc(x)."""
 
-    ufunc = scipy.special.erfcx
+    ufunc = ScipyFunction("scipy.special", "erfcx")
 
     def grad(self, inputs, outputs, output_grads):
         (x,), (y,), (gz,) = inputs, outputs, output_grads
@@ -56,7 +56,7 @@ class Erfcx(_Unary):
 class Erfcinv(_Unary):
     """The inverse of erfc on (0, 2)."""
 
-    ufunc = scipy.special.erfcinv
+    ufunc = ScipyFunction("scipy.special", "erfcinv")
 
     def grad(self, inputs, outputs, output_grads):
         (y,), (gz,) = outputs, output_grads
@@ -76,7 +76,7 @@ class Chi2SF(_Binary):
 
     @staticmethod
     def ufunc(x, k):
-        return scipy.special.chdtrc(k, x)
+        return _special().chdtrc(k, x)
 
     def grad(self, inputs, outputs, output_grads):
         (x, k), (gz,) = inputs, output_grads
@@ -87,7 +87,7 @@ class Chi2SF(_Binary):
 class GammaInc(_Binary):
     """The regularized lower incomplete gamma function P(k, x)."""
 
-    ufunc = scipy.special.gammainc
+    ufunc = ScipyFunction("scipy.special", "gammainc")
 
     def grad(self, inputs, outputs, output_grads):
         (k, x), (gz,) = inputs, output_grads
@@ -98,7 +98,7 @@ class GammaInc(_Binary):
 class GammaIncC(_Binary):
     """The regularized upper incomplete gamma function Q(k, x) = 1 - P(k, x)."""
 
-    ufunc = scipy.special.gammaincc
+    ufunc = ScipyFunction("scipy.special", "gammaincc")
 
     def grad(self, inputs, outputs, output_grads):
         (k, x), (gz,) = inputs, output_grads
@@ -116,7 +116,7 @@ class GammaU(_Binary):
 
     @staticmethod
     def ufunc(k, x):
-        return scipy.special.gammaincc(k, x) * scipy.special.gamma(k)
+        return _special().gammaincc(k, x) * _special().gamma(k)
 
     def grad(self, inputs, outputs, output_grads):
         (k, x), (gz,) = inputs, output_grads
@@ -129,7 +129,7 @@ class GammaL(_Binary):
 
     @staticmethod
     def ufunc(k, x):
-        return scipy.special.gammainc(k, x) * scipy.special.gamma(k)
+        return _special().gammainc(k, x) * _special().gamma(k)
 
     def grad(self, inputs, outputs, output_grads):
         (k, x), (gz,) = inputs, output_grads
@@ -140,7 +140,7 @@ class GammaL(_Binary):
 class J0(_Unary):
     """The Bessel function of the first kind of order 0."""
 
-    ufunc = scipy.special.j0
+    ufunc = ScipyFunction("scipy.special", "j0")
 
     def grad(self, inputs, outputs, output_grads):
         return [-output_grads[0] * j1(inputs[0])]
@@ -149,7 +149,7 @@ class J0(_Unary):
 class J1(_Unary):
     """The Bessel function of the first kind of order 1."""
 
-    ufunc = scipy.special.j1
+    ufunc = ScipyFunction("scipy.special", "j1")
 
     def grad(self, inputs, outputs, output_grads):
         x = inputs[0]
@@ -159,7 +159,7 @@ class J1(_Unary):
 class Jv(_Binary):
     """The Bessel function of the first kind of real order v: ``jv(v, x)``."""
 
-    ufunc = scipy.special.jv
+    ufunc = ScipyFunction("scipy.special", "jv")
 
     def grad(self, inputs, outputs, output_grads):
         (v, x), (gz,) = inputs, output_grads
@@ -170,7 +170,7 @@ class Jv(_Binary):
 class I0(_Unary):
     """The modified Bessel function of the first kind of order 0."""
 
-    ufunc = scipy.special.i0
+    ufunc = ScipyFunction("scipy.special", "i0")
 
     def grad(self, inputs, outputs, output_grads):
         return [output_grads[0] * i1(inputs[0])]
@@ -179,7 +179,7 @@ class I0(_Unary):
 class I1(_Unary):
     """The modified Bessel function of the first kind of order 1."""
 
-    ufunc = scipy.special.i1
+    ufunc = ScipyFunction("scipy.special", "i1")
 
     def grad(self, inputs, outputs, output_grads):
         x = inputs[0]
@@ -189,7 +189,7 @@ class I1(_Unary):
 class Iv(_Binary):
     """The modified Bessel function of the first kind of real order v: ``iv(v, x)``."""
 
-    ufunc = scipy.special.iv
+    ufunc = ScipyFunction("scipy.special", "iv")
 
     def grad(self, inputs, outputs, output_grads):
         (v, x), (gz,) = inputs, output_grads
