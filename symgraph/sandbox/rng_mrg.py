@@ -22,11 +22,11 @@ import warnings
 
 import numpy as np
 
-from symgraph.graph.basic import Variable
+from symgraph.graph.basic import Op, Variable
 from symgraph.ops import mrg
 from symgraph.tensor.basic import as_tensor_variable, constant
 
-__all__ = ["MRG_RandomStreams", "guess_n_streams"]
+__all__ = ["MRG_RandomStreams", "guess_n_streams", "multMatVect", "DotModulo"]
 
 _MAX_STREAMS = 60 * 256  # Theano's cap (sized for GPUs of its day)
 
@@ -42,6 +42,58 @@ def guess_n_streams(size, warn=False):
         warnings.warn(f"MRG_RandomStreams cannot tell the number of samples from size "
                       f"{size}; using {_MAX_STREAMS} streams", stacklevel=3)
     return _MAX_STREAMS
+
+
+def _dot_mod(a, v, m):
+    """``(a @ v) % m`` in exact integer arithmetic: the products of 31-bit
+    entries and their sums can overflow int64."""
+    a = np.asarray(a).astype(object)
+    v = np.asarray(v).astype(object)
+    return np.array([int(x) % int(m) for x in a.dot(v)], dtype=object)
+
+
+def multMatVect(v, A, m1, B, m2):
+    """Theano's MRG jump: the first half of the state ``v`` (six ints)
+    multiplied by the matrix ``A`` modulo ``m1``, the second half by ``B``
+    modulo ``m2``; an int32 vector of six entries.  With ``A, B`` the
+    matrices of ``ops.mrg.JUMP_STREAM`` and ``m1, m2`` ``ops.mrg.M1, M2``, it
+    moves a state to the next stream."""
+    v = np.asarray(v)
+    if v.shape != (6,):
+        raise ValueError(f"multMatVect: v must be a state of 6 ints, got shape {v.shape}")
+    first, second = _dot_mod(A, v[:3], m1), _dot_mod(B, v[3:], m2)
+    return np.concatenate([first, second]).astype(np.int32)
+
+
+class DotModulo(Op):
+    """Theano's op behind ``multMatVect``: ``DotModulo()(A, s, m, A2, s2,
+    m2)`` is ``concatenate([(A @ s) % m, (A2 @ s2) % m2])`` with ``s``'s
+    dtype, computed exactly (NumPy ``perform``; no gradient)."""
+
+    __props__ = ()
+
+    def make_node(self, A, s, m, A2, s2, m2):
+        from symgraph.graph.basic import Apply
+        from symgraph.tensor.type import INT_DTYPES, TensorType
+
+        inputs = [as_tensor_variable(v) for v in (A, s, m, A2, s2, m2)]
+        for name, var, ndim in zip(("A", "s", "m", "A2", "s2", "m2"), inputs,
+                                   (2, 1, 0, 2, 1, 0)):
+            if var.ndim != ndim or var.dtype not in INT_DTYPES:
+                raise TypeError(f"DotModulo: {name} must be a {ndim}-d integer tensor, got "
+                                f"{var} of type {var.type}")
+        return Apply(self, inputs, [TensorType(inputs[1].dtype, shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage):
+        A, s, m, A2, s2, m2 = inputs
+        out = np.concatenate([_dot_mod(A, s, m), _dot_mod(A2, s2, m2)])
+        output_storage[0][0] = out.astype(node.outputs[0].dtype)
+
+    def grad(self, inputs, output_grads):
+        from symgraph.graph.gradient_markers import grad_undefined
+
+        return [grad_undefined(self, i, x, "integer modular arithmetic")
+                for i, x in enumerate(inputs)]
 
 
 def _is_int(value):
@@ -180,18 +232,33 @@ class MRG_RandomStreams:
 
     def binomial(self, size=None, n=1, p=0.5, ndim=None, dtype="int64", nstreams=None,
                  **kwargs):
-        """0/1 samples that are 1 with probability ``p`` (only ``n=1``, as in
-        Theano): a uniform compared with ``p``."""
+        """The number of successes in ``n`` trials of probability ``p``: for
+        ``n=1``, a uniform compared with ``p`` (Theano's draw, the same
+        numbers); for larger ``n`` (Theano raised NotImplementedError), ``n``
+        uniforms per sample, compared with ``p`` and counted.  ``n``: an int
+        or an int scalar; ``p`` broadcasts against ``size``."""
         from symgraph.ops.math import cast
 
-        if not (_is_int(n) and n == 1):
-            raise NotImplementedError("MRG_RandomStreams.binomial draws only n=1 trial; use "
-                                      "symgraph.tensor.shared_randomstreams.RandomStreams "
-                                      "for n > 1")
         if size is None:
             raise TypeError("MRG_RandomStreams.binomial needs size")
-        u = self.uniform(size=size, ndim=ndim, nstreams=nstreams, **kwargs)
-        return cast(u < as_tensor_variable(p), dtype)
+        p = as_tensor_variable(p)
+        if _is_int(n) and n == 1:
+            u = self.uniform(size=size, ndim=ndim, nstreams=nstreams, **kwargs)
+            return cast(u < p, dtype)
+        if _is_int(n) and n < 0:
+            raise ValueError(f"MRG_RandomStreams.binomial: n must be >= 0, got {n}")
+        if not _is_int(n):
+            n = as_tensor_variable(n)
+            if n.ndim != 0 or not n.dtype.startswith(("int", "uint")):
+                raise TypeError(f"MRG_RandomStreams.binomial: n must be an int or an int "
+                                f"scalar, got {n} of type {n.type}")
+        # One more axis, of the n trials, after size's axes.
+        trials_size = _append_axis(size, ndim, n)
+        if nstreams is None and isinstance(trials_size, tuple):
+            nstreams = guess_n_streams(trials_size)
+        u = self.uniform(size=trials_size, nstreams=nstreams, **kwargs)
+        success = u < p.dimshuffle(list(range(p.ndim)) + ["x"])
+        return cast(success.sum(axis=-1), dtype)
 
     def multinomial(self, size=None, n=1, pvals=None, ndim=None, dtype="int64",
                     nstreams=None, **kwargs):
@@ -323,6 +390,23 @@ def _is_value(x, number):
     from symgraph.graph.basic import Constant
 
     return isinstance(x, Constant) and x.ndim == 0 and float(x.data) == number
+
+
+def _append_axis(size, ndim, length):
+    """``size`` with one more entry, ``length``: a tuple stays a tuple, a
+    symbolic vector gets the entry joined at its end."""
+    if _is_int(size):
+        size = (size,)
+    if isinstance(size, (tuple, list)):
+        if ndim is not None and len(size) != ndim:
+            raise ValueError(f"ndim={ndim} differs from len(size)={len(size)}")
+        return tuple(size) + (length,)
+    from symgraph.ops.join import concatenate
+    from symgraph.ops.math import cast
+
+    vector = _size_vector(size, ndim)
+    tail = as_tensor_variable([cast(as_tensor_variable(length), "int64")])
+    return concatenate([vector, tail])
 
 
 def _size_vector(size, ndim):

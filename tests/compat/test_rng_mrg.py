@@ -156,8 +156,31 @@ def test_binomial_tutorial_uses():
     probs = np.tile(np.array([0.0, 0.2, 1.0]), (5000, 1))
     drawn = function([mean], sample)(probs)
     np.testing.assert_allclose(drawn.mean(axis=0), [0.0, 0.2, 1.0], atol=0.02)
-    with pytest.raises(NotImplementedError, match="n=1"):
-        srng.binomial((3,), n=2)
+
+
+def test_binomial_of_several_trials():
+    # n uniforms per sample, compared with p and counted: the same numbers as
+    # drawing those uniforms from a stream of the same seed.
+    counts = _draw(MRG_RandomStreams(seed=21).binomial((4, 3), n=5, p=0.4))
+    u = _draw(MRG_RandomStreams(seed=21).uniform((4, 3, 5)))
+    np.testing.assert_array_equal(counts, (u < 0.4).sum(axis=-1))
+    assert counts.dtype == np.int64
+    # The distribution: mean n p, variance n p (1 - p); p broadcasting per column.
+    srng = MRG_RandomStreams(seed=22)
+    p = T.dvector("p")
+    many = function([p], srng.binomial((20000, 2), n=10, p=p, dtype="float64"))(
+        np.array([0.2, 0.9]))
+    np.testing.assert_allclose(many.mean(axis=0), [2.0, 9.0], atol=0.05)
+    np.testing.assert_allclose(many.var(axis=0), [1.6, 0.9], rtol=0.06)
+    assert many.min() >= 0 and many.max() <= 10
+    # A symbolic size and a symbolic n.
+    x, n = T.dmatrix("x"), T.iscalar("n")
+    f = function([x, n], srng.binomial(size=x.shape, n=n, p=0.5))
+    out = f(np.zeros((3, 2)), 4)
+    assert out.shape == (3, 2) and out.min() >= 0 and out.max() <= 4
+    assert (f(np.zeros((3, 2)), 0) == 0).all()
+    with pytest.raises(TypeError, match="n must be an int"):
+        srng.binomial((3,), n=2.5)
 
 
 def test_multinomial_counts():
@@ -235,3 +258,21 @@ def test_dropout_accepts_mrg_streams():
     out = function([x], T.nnet.dropout(x, 0.5, rng=MRG_RandomStreams(3)))(np.ones((200, 100)))
     assert set(np.unique(out)) == {0.0, 2.0}
     assert abs((out == 0).mean() - 0.5) < 0.02
+
+
+def test_mult_mat_vect_and_dot_modulo_jump_a_stream():
+    from symgraph.sandbox.rng_mrg import DotModulo, multMatVect
+
+    state = np.array([12345] * 6, dtype=np.int32)
+    (a1, a2) = (np.array(m, dtype=np.int64) for m in mrg.JUMP_STREAM)
+    jumped = multMatVect(state, a1, mrg.M1, a2, mrg.M2)
+    assert jumped.dtype == np.int32
+    np.testing.assert_array_equal(jumped, mrg.jump(state, mrg.JUMP_STREAM))
+    A, s, m = T.lmatrix("A"), T.ivector("s"), T.iscalar("m")
+    A2, s2, m2 = T.lmatrix("A2"), T.ivector("s2"), T.iscalar("m2")
+    f = function([A, s, m, A2, s2, m2], DotModulo()(A, s, m, A2, s2, m2))
+    np.testing.assert_array_equal(f(a1, state[:3], mrg.M1, a2, state[3:], mrg.M2), jumped)
+    with pytest.raises(TypeError, match="DotModulo: s must be a 1-d integer tensor"):
+        DotModulo()(A, T.dvector(), m, A2, s2, m2)
+    with pytest.raises(ValueError, match="state of 6 ints"):
+        multMatVect(state[:3], a1, mrg.M1, a2, mrg.M2)
