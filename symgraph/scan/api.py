@@ -15,6 +15,7 @@ from collections import OrderedDict, namedtuple
 
 from symgraph.compile.shared import SharedVariable
 from symgraph.graph.basic import Constant, ancestors, clone_replace
+from symgraph.graph.test_value import TestValueError, get_test_value, test_values_enabled
 from symgraph.graph.trace import user_line
 from symgraph.ops.shape import shape_padleft
 from symgraph.scan.builder import Mapped, NonSequence, Recurrence, Sequence, State, build_scan
@@ -109,6 +110,8 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     for pos in sorted(rec_inputs):
         args.extend(rec_inputs[pos][1])
     args.extend(explicit)
+    if test_values_enabled() is not None:
+        _first_step_test_values(seq_entries, rec_inputs, out_specs)
 
     outputs, update_pairs, cond = split_step_return(fn(*args), where)
     outputs = [as_variable(o, f"output {i} of the step function", where)
@@ -196,6 +199,26 @@ def _cut_step_graph(outputs, updates, cond, explicit):
     return _StepGraph(cloned[:n_out], dict(zip(updates, cloned[n_out:n_out + n_up])),
                       cloned[-1] if cond is not None else None, nonseqs, shared_recs,
                       shared_states)
+
+
+def _first_step_test_values(seq_entries, rec_inputs, out_specs):
+    """compute_test_value: the step's inputs get the values they take at step 0
+    (as Theano's scan gave them), so the step function's nodes get test values too."""
+    for entry in seq_entries:  # outer is aligned: step t reads outer[t]
+        _set_from(entry.placeholder, entry.outer, 0)
+    for pos, (outer, placeholders) in rec_inputs.items():
+        taps = list(out_specs[pos].taps)
+        lag = -min(taps)  # outer[0] is step -lag
+        for tap, placeholder in zip(taps, placeholders):
+            _set_from(placeholder, outer, lag + tap)
+
+
+def _set_from(placeholder, outer, index):
+    try:
+        value = get_test_value(outer)[index]
+    except (TestValueError, IndexError):
+        return  # no value to give: the step's nodes act as compute_test_value says
+    placeholder.tag.test_value = value
 
 
 def _placeholder(var):
