@@ -253,12 +253,15 @@ add_flag("compiledir_format", "Name of the compile cache's folder under base_com
          _FormatParam(_DEFAULT_FORMAT))
 
 
-def effective_compiledir():
-    """The compile cache's folder: ``compiledir`` when it was set, else
-    ``base_compiledir`` joined with ``compiledir_format`` when either of those was
-    set (Theano's rule), else ``compiledir``'s default."""
-    from symgraph.config import config
+def effective_compiledir(cfg=None):
+    """The compile cache's folder under ``cfg`` (default: the process's config):
+    ``compiledir`` when it was set, else ``base_compiledir`` joined with
+    ``compiledir_format`` when either of those was set (Theano's rule), else
+    ``compiledir``'s default."""
+    if cfg is None:
+        from symgraph.config import config as cfg
 
+    config = cfg
     if config.source("compiledir") == "default" and (
             config.source("base_compiledir") != "default" or
             config.source("compiledir_format") != "default"):
