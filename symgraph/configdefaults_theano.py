@@ -160,8 +160,9 @@ add_flag("profiling.min_memory_size", "Smallest variable listed in memory profil
 add_flag("profiling.min_peak_memory", "Peak memory per function in profiles (accepted; "
          "no memory profile).", _WarnIfSet(BoolParam(False), "profiling.min_peak_memory "
                                            "has no effect: symgraph profiles no memory"))
-add_flag("profiling.destination", "Where ProfileStats.summary() prints by default: stderr, "
-         "stdout or a file path (appended to).", StrParam("stderr"))
+# stdout, not Theano's stderr: summary() printed there before this flag existed
+add_flag("profiling.destination", "Where ProfileStats.summary() prints by default: stdout, "
+         "stderr or a file path (appended to).", StrParam("stdout"))
 add_flag("profiling.debugprint", "Print the profiled function's graph with its summary.",
          BoolParam(False))
 add_flag("profiling.ignore_first_call", "Leave each function's first call out of its "
