@@ -10,8 +10,8 @@ import shutil
 import sys
 import sysconfig
 
-from symgraph.config import (BoolParam, DeviceParam, EnumParam, IntParam, PathParam,
-                             StrParam, add_flag)
+from symgraph.config import (BoolParam, DeviceParam, EnumParam, FloatParam, IntParam,
+                             PathParam, StrParam, add_flag)
 
 
 def _default_compiledir():
@@ -102,6 +102,36 @@ add_flag("gpu.emulate", "With device=cuda: run the generated CUDA on the CPU thr
 add_flag("gpu.cublas", "Matrix products on the device through cuBLAS where it is installed "
          "(the emulated device has a stand-in with cuBLAS's conventions); False: symgraph's "
          "own tiled kernels.", BoolParam(True), in_c_key=True)
+add_flag("force_device", "With device=cuda and no usable GPU: True raises an error; False "
+         "warns and runs on the CPU (Theano's default).", BoolParam(True))
+add_flag("print_active_device", "Print the device's name to stderr when it is first used.",
+         BoolParam(True))
+add_flag("init_gpu_device", "Theano's way to use a GPU with device=cpu; symgraph moves "
+         "graphs with device=cuda only, so a value here warns.", StrParam(""))
+add_flag("gpuarray.preallocate", "Device memory cache: 0 grows on demand; -1 turns it off "
+         "(every free goes back to the device); a fraction <= 1 of the device's memory or a "
+         "number of megabytes is reserved when the device is first used.",
+         FloatParam(0.0, min=-1.0))
+add_flag("gpuarray.sched", "How the host waits for the device: default (the driver "
+         "chooses), single (spins: fastest, keeps a core busy), multi (sleeps: for processes "
+         "sharing cores).", EnumParam("default", "single", "multi"))
+add_flag("gpuarray.single_stream", "Kernels run in order on one stream; False is refused "
+         "(symgraph has no multi-stream scheduler).", BoolParam(True))
+add_flag("gpuarray.cache_path", "Theano's kernel cache folder; symgraph keeps device kernels "
+         "in the compile cache (compiledir), so a value here warns.", StrParam(""))
+add_flag("dnn.conv.workmem", "Theano's deprecated name: sets dnn.conv.algo_fwd.",
+         EnumParam("small", "none", "large"), sets=("dnn.conv.algo_fwd",))
+add_flag("dnn.conv.workmem_bwd", "Theano's deprecated name: sets dnn.conv.algo_bwd.",
+         EnumParam("none", "deterministic", "fft", "small"),
+         sets=("dnn.conv.algo_bwd_data", "dnn.conv.algo_bwd_filter"))
+add_flag("magma.enabled", "Theano's MAGMA linear algebra on the GPU; symgraph runs linear "
+         "algebra on the CPU, so True warns.", BoolParam(False))
+add_flag("magma.include_path", "Folder holding MAGMA's headers (see magma.enabled).",
+         StrParam(""))
+add_flag("magma.library_path", "Folder holding MAGMA's library (see magma.enabled).",
+         StrParam(""))
+add_flag("ctc.root", "Theano's warp-ctc folder; symgraph's ctc needs no library, so a value "
+         "here warns.", StrParam(""))
 add_flag("assert_no_cpu_op", "With device=cuda: what to do about nodes left on the CPU "
          "(ignore, warn, raise).", EnumParam("ignore", "warn", "raise"))
 add_flag("deterministic", "more: prefer deterministic (slower) implementations.",

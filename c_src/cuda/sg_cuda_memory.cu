@@ -56,6 +56,7 @@ static sg_block *cache_free;       /* blocks returned, ready for reuse */
 static size_t bytes_in_use, bytes_cached;
 static long long device_mallocs, device_frees;
 static int device_index = -1;
+static int cache_enabled = 1;      /* gpuarray.preallocate=-1: every free goes to the device */
 
 static size_t round_up(size_t n) { return n == 0 ? 512 : (n + 511) / 512 * 512; }
 
@@ -116,9 +117,9 @@ static void *cache_alloc(size_t n, size_t *got) {
 }
 
 static void cache_release(void *ptr, size_t size) {
-    sg_block *b = (sg_block *)malloc(sizeof *b);
     bytes_in_use -= size;
-    if (b == NULL) {                   /* no host memory to remember it: give it back */
+    sg_block *b = cache_enabled ? (sg_block *)malloc(sizeof *b) : NULL;
+    if (b == NULL) {                   /* no cache, or no host memory to remember it */
         cudaFree(ptr);
         device_frees++;
         return;
@@ -254,6 +255,50 @@ static PyObject *dev_get(PyObject *self, PyObject *unused) {
     return dev_to_host((DevArray *)self);
 }
 
+/* A new contiguous device array holding a copy of a's elements (on the device). */
+static PyObject *dev_copy_of(DevArray *a) {
+    DevArray *c = dev_alloc(a->typenum, a->ndim, a->shape);
+    if (c == NULL) return NULL;
+    const int64_t item = dev_itemsize(a->typenum), n = dev_size(a);
+    if (n == 0) return (PyObject *)c;
+    if (dev_contiguous(a, item)) {
+        cudaError_t rc = cudaMemcpy(c->data, a->data, (size_t)(n * item),
+                                    cudaMemcpyDeviceToDevice);
+        if (rc != cudaSuccess) {
+            cudaGetLastError();
+            Py_DECREF(c);
+            PyErr_Format(PyExc_RuntimeError, "copying %lld bytes on the device failed: %s",
+                         (long long)(n * item), cudaGetErrorString(rc));
+            return NULL;
+        }
+        return (PyObject *)c;
+    }
+    sg_array s, t;
+    s.data = a->data; s.ndim = a->ndim;
+    memcpy(s.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    memcpy(s.strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
+    t = s;
+    t.data = c->data;
+    sg_error err;
+    err.kind = 0;
+    if (sg_cu_copy_flat(&t, &s, item, &err)) {
+        Py_DECREF(c);
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *dev_copy(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return dev_copy_of((DevArray *)self);
+}
+
+static PyObject *dev_deepcopy(PyObject *self, PyObject *memo) {
+    (void)memo;
+    return dev_copy_of((DevArray *)self);
+}
+
 static PyObject *dev_array(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *dtype = Py_None, *copy = Py_None;
     static const char *names[] = {"dtype", "copy", NULL};
@@ -336,6 +381,31 @@ static PyObject *dev_base(PyObject *self, void *c) {
     return base;
 }
 
+/* CUDA's array interface (version 3), so CuPy, PyTorch, Numba and PyCUDA
+ * read the array in place.  "stream" 1 is the legacy default stream, where
+ * symgraph's kernels run: a consumer on another stream waits for it. */
+static PyObject *dev_interface(PyObject *self, void *c) {
+    (void)c;
+    const DevArray *a = (DevArray *)self;
+    PyArray_Descr *d = PyArray_DescrFromType(a->typenum);
+    if (d == NULL) return NULL;
+    PyObject *typestr = PyObject_GetAttrString((PyObject *)d, "str");
+    Py_DECREF(d);
+    if (typestr == NULL) return NULL;
+    PyObject *strides;
+    if (dev_contiguous(a, dev_itemsize(a->typenum))) {
+        strides = Py_None;
+        Py_INCREF(strides);
+    } else {
+        strides = dev_tuple(a->strides, a->ndim);
+    }
+    /* an empty array's address is 0 by the protocol's rule */
+    void *data = dev_size(a) == 0 ? NULL : a->data;
+    return Py_BuildValue("{s:N,s:N,s:(NO),s:N,s:i,s:i}", "shape", dev_tuple(a->shape, a->ndim),
+                         "typestr", typestr, "data", PyLong_FromVoidPtr(data), Py_False,
+                         "strides", strides, "version", 3, "stream", 1);
+}
+
 static PyGetSetDef dev_getset[] = {
     {"shape", dev_shape, NULL, "The shape (a tuple of ints).", NULL},
     {"strides", dev_strides, NULL, "The strides in bytes (a tuple of ints).", NULL},
@@ -345,6 +415,8 @@ static PyGetSetDef dev_getset[] = {
     {"nbytes", dev_nbytes, NULL, "The bytes the elements take.", NULL},
     {"ptr", dev_ptr, NULL, "The device address of the first element (an int).", NULL},
     {"base", dev_base, NULL, "The array whose memory this one views, or None.", NULL},
+    {"__cuda_array_interface__", dev_interface, NULL,
+     "CUDA's array interface (version 3): other GPU libraries use the array in place.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -353,6 +425,10 @@ static PyMethodDef dev_methods[] = {
     {"__array__", (PyCFunction)(void (*)(void))dev_array, METH_VARARGS | METH_KEYWORDS,
      "numpy.asarray(device_array): a host copy."},
     {"__reduce__", dev_reduce, METH_NOARGS, "Pickled as its host copy."},
+    {"copy", dev_copy, METH_NOARGS, "A new contiguous device array with the same elements "
+     "(copied on the device)."},
+    {"__copy__", dev_copy, METH_NOARGS, "copy.copy(a): a device copy."},
+    {"__deepcopy__", dev_deepcopy, METH_O, "copy.deepcopy(a): a device copy."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -428,7 +504,7 @@ __attribute__((visibility("default"))) sg_allocator sg_cuda_allocator = {
 
 /* Select the device and make the type; the type (a new reference), or NULL
  * with a Python error set.  One device per process. */
-SG_EXPORT PyObject *sg_cuda_memory_init(int device) {
+SG_EXPORT PyObject *sg_cuda_memory_init(int device, int schedule) {
     if (PyArray_API == NULL) {
         import_array1(NULL);
     }
@@ -444,6 +520,15 @@ SG_EXPORT PyObject *sg_cuda_memory_init(int device) {
             PyErr_Format(PyExc_RuntimeError, "cannot use CUDA device %d: %s", device,
                          cudaGetErrorString(rc));
             return NULL;
+        }
+        if (schedule >= 0) {
+            rc = cudaSetDeviceFlags((unsigned int)schedule);
+            if (rc != cudaSuccess) {
+                cudaGetLastError();
+                PyErr_Format(PyExc_RuntimeError, "cannot set how the host waits for CUDA "
+                             "device %d (gpuarray.sched): %s", device, cudaGetErrorString(rc));
+                return NULL;
+            }
         }
         device_index = device;
     }
@@ -479,6 +564,92 @@ SG_EXPORT PyObject *sg_cuda_put(PyObject *host) {
         }
     }
     return (PyObject *)a;
+}
+
+/* A DeviceArray over device memory that another library owns (described by
+ * its __cuda_array_interface__): no copy; `owner` is kept alive as the
+ * array's base.  `shape` and `strides` (bytes) are tuples of ints; the
+ * caller has checked them against the memory's alignment. */
+SG_EXPORT PyObject *sg_cuda_wrap(PyObject *owner, PyObject *ptr, PyObject *dtype,
+                                 PyObject *shape, PyObject *strides) {
+    PyArray_Descr *descr = NULL;
+    if (!PyArray_DescrConverter(dtype, &descr)) return NULL;
+    const int typenum = descr->type_num;
+    Py_DECREF(descr);
+    const Py_ssize_t ndim = PyTuple_Size(shape);
+    if (ndim < 0) return NULL;
+    if (ndim > SG_MAXDIMS || PyTuple_Size(strides) != ndim) {
+        PyErr_Format(PyExc_ValueError, "a device array has at most %d dimensions and one "
+                     "stride per dimension", SG_MAXDIMS);
+        return NULL;
+    }
+    void *data = PyLong_AsVoidPtr(ptr);
+    if (data == NULL && PyErr_Occurred()) return NULL;
+    DevArray *a = (DevArray *)dev_type->tp_alloc(dev_type, 0);
+    if (a == NULL) return NULL;
+    a->data = (char *)data;
+    a->ndim = (int)ndim;
+    a->typenum = typenum;
+    for (Py_ssize_t d = 0; d < ndim; d++) {
+        a->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        a->strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
+    }
+    if (PyErr_Occurred()) { Py_DECREF(a); return NULL; }
+    Py_INCREF(owner);
+    a->base = owner;
+    return (PyObject *)a;
+}
+
+/* Wait for the work queued on another library's stream (a handle from its
+ * __cuda_array_interface__) before symgraph reads the memory on its own. */
+SG_EXPORT int sg_cuda_stream_wait(uintptr_t stream) {
+    cudaError_t rc = cudaStreamSynchronize((cudaStream_t)stream);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        PyErr_Format(PyExc_RuntimeError, "waiting for the stream of a foreign device array "
+                     "failed: %s", cudaGetErrorString(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* gpuarray.preallocate: `enabled` 0 turns the cache off (freed blocks go
+ * back to the device at once); `reserve` > 0 takes that many bytes from the
+ * device now and keeps them in the cache.  0, or -1 with a MemoryError. */
+SG_EXPORT int sg_cuda_configure_cache(int enabled, size_t reserve) {
+    cache_enabled = enabled;
+    if (!enabled) release_cache();
+    if (reserve == 0 || !enabled) return 0;
+    size_t got = 0;
+    void *block = cache_alloc(reserve, &got);
+    if (block == NULL) return -1;
+    cache_release(block, got);
+    return 0;
+}
+
+/* The device's memory in bytes (the host's, on the emulated device). */
+SG_EXPORT size_t sg_cuda_total_memory(void) {
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return total;
+}
+
+/* The device's name, as its driver reports it. */
+SG_EXPORT PyObject *sg_cuda_device_name(void) {
+#ifdef SG_CUDA_EMULATED
+    return PyUnicode_FromString("the emulated device (CUDA run on the CPU)");
+#else
+    cudaDeviceProp prop;
+    cudaError_t rc = cudaGetDeviceProperties(&prop, device_index < 0 ? 0 : device_index);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        return PyUnicode_FromString("a CUDA device");
+    }
+    return PyUnicode_FromString(prop.name);
+#endif
 }
 
 /* The cache's counters: a dict. */

@@ -23,6 +23,7 @@ on the data, such as an integer division by zero) can still leave earlier
 in-place updates written.
 """
 
+import functools
 import time
 import warnings
 
@@ -506,10 +507,19 @@ def _backends():
     from symgraph.opt.gpu_placement import device_context
 
     if device_context() is None:
+        if config.init_gpu_device:
+            _warn_init_gpu_device()
         return [get_backend("cpu")]
     # imported only with device=cuda: it registers the CUDA lowerings, which the
     # placement rewrite consults
     from symgraph.backends.cuda.backend import CUDA, ensure_device
 
-    ensure_device()
+    if not ensure_device():
+        return [get_backend("cpu")]      # force_device=False: no GPU, the CPU instead
     return [CUDA, get_backend("cpu")]
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_init_gpu_device():
+    warnings.warn("init_gpu_device has no effect in symgraph: set device=cuda (or cuda<N>) "
+                  "to run functions on a GPU", stacklevel=5)

@@ -186,5 +186,6 @@ def _device_context():
     if context is not None:
         from symgraph.backends.cuda.backend import ensure_device
 
-        ensure_device()
+        if not ensure_device():
+            return None                  # force_device=False: no GPU, host memory instead
     return context

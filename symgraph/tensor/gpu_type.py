@@ -15,18 +15,28 @@ from symgraph.tensor.type import ALL_DTYPES, ArrayTypeProperties, TensorType
 from symgraph.tensor.var import _TensorOperators
 
 __all__ = ["GpuArrayType", "GpuArrayVariable", "register_device_array", "to_device",
-           "to_host", "is_device_array"]
+           "to_host", "adopt", "is_device_array"]
 
 #: context kind ("cuda") -> (array classes, put(ndarray, context_name), get(array))
 _ARRAYS = {}
+#: context kind -> adopt(foreign array, context_name): a device array over it
+_ADOPT = {}
 
 
-def register_device_array(kind, classes, put, get):
+def register_device_array(kind, classes, put, get, adopt=None):
     """A backend's device arrays for contexts named ``kind``/``kind<N>``:
     ``classes`` (instances are values of a GpuArrayType), ``put(ndarray,
     context_name)`` copying host data to the device, ``get(array)`` copying back
-    to a new ndarray."""
+    to a new ndarray, ``adopt(value, context_name)`` wrapping another library's
+    device array (one with ``__cuda_array_interface__``) without a copy."""
     _ARRAYS[kind] = (tuple(classes), put, get)
+    if adopt is not None:
+        _ADOPT[kind] = adopt
+
+
+def _foreign(value):
+    """True for another GPU library's array (PyCUDA, CuPy, PyTorch, Numba)."""
+    return hasattr(value, "__cuda_array_interface__") and not is_device_array(value)
 
 
 def _kind(context_name):
@@ -48,8 +58,22 @@ def is_device_array(value):
 
 
 def to_device(value, context_name):
-    """``value`` (array-like) copied to the device of ``context_name``."""
+    """``value`` (array-like) copied to the device of ``context_name``; another
+    GPU library's array is copied on the device."""
+    if _foreign(value):
+        return adopt(value, context_name).copy()
     return _registered(context_name)[1](np.ascontiguousarray(value), context_name)
+
+
+def adopt(value, context_name):
+    """Another GPU library's array (``__cuda_array_interface__``) as a device
+    array of ``context_name`` sharing its memory."""
+    _registered(context_name)
+    try:
+        return _ADOPT[_kind(context_name)](value, context_name)
+    except KeyError:
+        raise RuntimeError(f"the device backend of {context_name!r} cannot use other "
+                           "libraries' arrays") from None
 
 
 def to_host(value):
@@ -57,6 +81,8 @@ def to_host(value):
     for classes, _, get in _ARRAYS.values():
         if isinstance(value, classes):
             return get(value)
+    if _foreign(value) and _ARRAYS:
+        return adopt(value, next(iter(_ARRAYS)) + "0").get()
     return np.asarray(value)
 
 
@@ -108,6 +134,9 @@ class GpuArrayType(ArrayTypeProperties, Type):
         """``value`` as a device array of this type, or TypeError.  Host values
         are copied to the device unless ``strict``."""
         classes = _registered(self.context_name)[0]
+        if _foreign(value):
+            # another GPU library's array: used in place, as a DeviceArray is
+            value = adopt(value, self.context_name)
         if not isinstance(value, classes):
             if strict:
                 raise TypeError(f"expected a device array on {self.context_name}, got "

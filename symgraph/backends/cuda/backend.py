@@ -9,6 +9,7 @@ memory library (``device_memory.py``), built the same two ways.
 
 import functools
 import hashlib
+import warnings
 
 from symgraph.backends.cuda import compiler, lowerings
 from symgraph.backends.cuda.assemble import assemble_cuda
@@ -16,6 +17,7 @@ from symgraph.backends.lowering import lower, lowering_rule
 from symgraph.backends.native.allocator import HOST
 from symgraph.backends.native.c_sources import C_SRC
 from symgraph.backends.protocol import Backend, register_backend
+from symgraph.config import ConfigError
 from symgraph.ops.device_op import OnDevice
 from symgraph.ops.transfer import GpuFromHost, HostFromGpu
 from symgraph.tensor.gpu_type import register_device_array
@@ -161,17 +163,52 @@ def _register_arrays():
         # when they run
         return device_memory.put(value, context_name, emulated)
 
+    def adopt(value, context_name):
+        return device_memory.adopt(value, context_name, emulated)
+
     register_device_array("cuda", [device_memory.device_array_class(context, emulated)],
-                          put, device_memory.get)
+                          put, device_memory.get, adopt)
 
 
-def ensure_device():
+def ensure_device(fallback=True):
     """Make the device of the flags usable now: its arrays registered (the
-    emulated device's under gpu.emulate); a clear error when there is no GPU
-    and no emulation."""
+    emulated device's under gpu.emulate).  True when it is; with no GPU and
+    no emulation, a clear error, or (``force_device=False`` and ``fallback``)
+    a warning, the flag ``device`` set to cpu, and False."""
+    from symgraph.config import config
+
     if not _emulated() and (_device_count() == 0 or compiler.nvcc_path() is None):
-        raise NoDeviceError(_no_device_message())
+        if config.force_device or not fallback:
+            raise NoDeviceError(_no_device_message())
+        warnings.warn(f"{_no_device_message()}\nforce_device=False: running on the CPU "
+                      "instead (the flag device is now cpu).", stacklevel=3)
+        config.device = "cpu"
+        return False
     _register_arrays()
+    _warn_unhonoured_flags()
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_unhonoured_flags():
+    """Theano's GPU flags that symgraph accepts but cannot honour: said once."""
+    from symgraph.config import config
+
+    if not config.gpuarray.single_stream:
+        raise ConfigError("gpuarray.single_stream=False: symgraph runs every kernel in order "
+                          "on one stream (no multi-stream scheduler); leave it True")
+    unhonoured = [
+        (config.init_gpu_device, "init_gpu_device: device=cuda already moves graphs to the "
+                                 "device"),
+        (config.gpuarray.cache_path, "gpuarray.cache_path: device kernels are kept in the "
+                                     "compile cache (the flag compiledir)"),
+        (config.magma.enabled, "magma.enabled: linear algebra runs on the CPU, with "
+                               "transfers (no MAGMA)"),
+        (config.ctc.root, "ctc.root: symgraph's ctc needs no warp-ctc library"),
+    ]
+    for value, text in unhonoured:
+        if value:
+            warnings.warn(f"{text}; the flag has no effect", stacklevel=4)
 
 
 #: The CUDA backend (registered on import).
