@@ -12,7 +12,7 @@ import symgraph.tensor as TT
 import symgraph.tensor as tensor
 from symgraph import config
 from symgraph.sandbox.rng_mrg import MRG_RandomStreams as RandomStreams
-from symgraph.tensor.type import upcast  # Theano: theano.scalar.upcast
+from symgraph.scalar import upcast  # Theano: theano.scalar.upcast
 
 T = TT
 
