@@ -175,43 +175,14 @@ def _config_tokens():
                  if info.name not in _FLAGS_NOT_IN_KEY)
 
 
-_stamp = None
-
-
 def code_stamp():
     """A digest of symgraph's own files (each ``.py`` file of the package and
     each file of ``c_src/``: its name, size and modification time), computed
-    once per process."""
-    global _stamp
-    if _stamp is None:
-        from symgraph.backends.native.c_sources import C_SRC
+    once per process (``backends/native/source_stamp.py``, which the support
+    library's recorded source hash shares)."""
+    from symgraph.backends.native.source_stamp import source_stamp
 
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        lines = []
-        for root, suffixes in ((package, (".py", ".so")), (str(C_SRC), None)):
-            _stamp_folder(root, "", suffixes, lines)
-        _stamp = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
-    return _stamp
-
-
-def _stamp_folder(folder, prefix, suffixes, lines):
-    """Append ``name size mtime`` of each file under ``folder`` (those ending
-    in ``suffixes``, or all) to ``lines``, in name order."""
-    try:
-        items = sorted(os.scandir(folder), key=lambda item: item.name)
-    except OSError:
-        return
-    for item in items:
-        name = prefix + item.name
-        if item.is_dir(follow_symlinks=False):
-            if item.name != "__pycache__":
-                _stamp_folder(item.path, name + "/", suffixes, lines)
-        elif suffixes is None or item.name.endswith(suffixes):
-            try:
-                st = item.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            lines.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}")
+    return source_stamp().digest
 
 
 def _versions():

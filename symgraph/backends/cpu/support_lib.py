@@ -43,6 +43,7 @@ import threading
 from pathlib import Path
 
 __all__ = ["SUPPORT_ENTRY", "generate", "write_files", "generated_dir", "support_source_hash",
+           "current_source_hash",
            "load_support", "support_table_address", "bind_library", "shared_units",
            "Unit", "split_unit"]
 
@@ -237,6 +238,56 @@ def support_source_hash():
     return digest.hexdigest()
 
 
+#: The source hash of this process's sources, once known (by stamp digest).
+_CURRENT_HASH = {}
+
+
+def _hash_record_name(stamp_digest):
+    """The compile cache's index name of the hash recorded for a source stamp;
+    the package's folder is part of it, so two checkouts never share one."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return f"support-source-hash v{SUPPORT_VERSION} {package} {stamp_digest}"
+
+
+def current_source_hash():
+    """:func:`support_source_hash` of the sources this process runs, without
+    generating the library's text in every process.
+
+    Generating it imports four codegen modules and costs 10-50 ms, paid by
+    every process that loads the library (a warm start too).  The hash is
+    recorded in the compile cache's index under the stamp of symgraph's files
+    (``native/source_stamp.py``: names, sizes and mtimes): editing any of them
+    or reinstalling gives another stamp, so a stale record is never read, and
+    a stale installed library is still found out.  A stamp taken within two
+    seconds of an edit is not trusted to record anything."""
+    from symgraph.backends.native.source_stamp import source_stamp
+
+    stamp = source_stamp()
+    known = _CURRENT_HASH.get(stamp.digest)
+    if known is not None:
+        return known
+    name = _hash_record_name(stamp.digest)
+    cache = None
+    try:
+        from symgraph.backends.native.cache import get_cache
+
+        cache = get_cache()
+        record = cache.lookup(name)
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        _log.debug("the support library's recorded source hash cannot be read: %s", exc)
+        record = None
+    value = record.get("source_hash") if record else None
+    if not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)):
+        value = support_source_hash()
+        if cache is not None and stamp.settled:
+            try:
+                cache.record(name, {"source_hash": value})
+            except (OSError, RuntimeError, ValueError) as exc:
+                _log.debug("the support library's source hash was not recorded: %s", exc)
+    _CURRENT_HASH[stamp.digest] = value
+    return value
+
+
 _DIRS = {}
 
 
@@ -246,7 +297,7 @@ def generated_dir():
     from symgraph.backends.native.cache import get_cache
 
     cache = get_cache()
-    key = (str(cache.root), support_source_hash())
+    key = (str(cache.root), current_source_hash())
     if key not in _DIRS:
         folder = cache.private_folder("generated", key[1][:24])
         write_files(folder, cache=cache)
@@ -273,13 +324,13 @@ def _installed_build_id(lib):
 def _expected_build_id():
     from symgraph.backends.cpu.compiler import cpu_signature
 
-    return build_id(support_source_hash(), cpu_signature())
+    return build_id(current_source_hash(), cpu_signature())
 
 
 def _cache_key():
     from symgraph.backends.native.cache import environment_parts, make_key
 
-    return make_key(support=support_source_hash(), version=str(SUPPORT_VERSION),
+    return make_key(support=current_source_hash(), version=str(SUPPORT_VERSION),
                     **environment_parts())
 
 
