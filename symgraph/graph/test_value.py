@@ -49,6 +49,17 @@ class VariableTag(SimpleNamespace):
                                 f"type {var_type}: {exc}") from None
         super().__setattr__(name, value)
 
+    def __reduce__(self):
+        # the type is kept through pickling and copying, so the check survives
+        return _restored_tag, (getattr(self, "_var_type", None), dict(vars(self)))
+
+
+def _restored_tag(var_type, attributes):
+    tag = tag_for(var_type)
+    for name, value in attributes.items():
+        SimpleNamespace.__setattr__(tag, name, value)
+    return tag
+
 
 def tag_for(var_type):
     """A new :class:`VariableTag` that checks test values against ``var_type``."""

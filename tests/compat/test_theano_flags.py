@@ -133,6 +133,12 @@ def test_test_value_assignment_is_checked_against_the_type():
         x.tag.test_value = np.zeros(3, dtype="float32")
     x.tag.test_value = np.zeros((2, 3), dtype="float32")
     assert x.tag.test_value.shape == (2, 3)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(x))  # the check survives pickling
+    assert again.tag.test_value.shape == (2, 3)
+    with pytest.raises(TypeError, match="does not fit"):
+        again.tag.test_value = np.zeros(3, dtype="float32")
 
 
 def test_get_test_values():
