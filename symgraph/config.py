@@ -225,6 +225,7 @@ FlagInfo = namedtuple("FlagInfo", "name doc param in_c_key value source default"
 FlagInfo.__doc__ = "A flag with its effective value and source, as yielded by Config.flags()."
 
 _FLAGS = {}  # name -> Flag, in declaration order (the order `python -m symgraph config` prints)
+_SECTIONS = set()  # every dotted prefix of a declared flag (``dnn``, ``dnn.conv``)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
 
 
@@ -249,8 +250,12 @@ def add_flag(name, doc, param, in_c_key=False, sets=()):
         raise ConfigError(f"flag {name!r} is declared twice")
     if name.split(".")[0] in vars(Config):
         raise ConfigError(f"flag {name!r} would hide Config.{name.split('.')[0]}")
-    clash = [n for n in _FLAGS if n in _prefixes(name) or name in _prefixes(n)]
-    if clash:  # `config.a.b` cannot be both a value and a section
+    # `config.a.b` cannot be both a value and a section.  Checked against the
+    # set of sections, not every flag's prefixes: import pays this per flag.
+    clash = [p for p in sorted(_prefixes(name)) if p in _FLAGS]
+    if not clash and name in _SECTIONS:
+        clash = [n for n in _FLAGS if name in _prefixes(n)]
+    if clash:
         raise ConfigError(f"flag {name!r} clashes with flag {clash[0]!r} as a section")
     for target in sets:
         if target not in _FLAGS:
@@ -261,6 +266,7 @@ def add_flag(name, doc, param, in_c_key=False, sets=()):
         param.default_value()  # a bad literal default is a bug here, found at import
     flag = Flag(name, doc, param, bool(in_c_key), tuple(sets))
     _FLAGS[name] = flag
+    _SECTIONS.update(_prefixes(name))
     return flag
 
 

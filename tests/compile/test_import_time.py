@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import scipy.linalg
 import scipy.special
 
@@ -115,3 +116,15 @@ def test_linalg_ops_compute_after_lazy_loading():
     np.testing.assert_allclose(ex, scipy.linalg.expm(spd), rtol=1e-10)
     np.testing.assert_allclose(ev, scipy.linalg.eigvalsh(spd, other), rtol=1e-10)
 
+
+
+def test_flag_section_clashes_are_found_both_ways():
+    # add_flag checks clashes against a set of sections (a per-flag cost at import)
+    from symgraph.config import BoolParam, ConfigError, add_flag
+
+    with pytest.raises(ConfigError, match="clashes with flag 'floatX'"):
+        add_flag("floatX.part", "a flag under a flag", BoolParam(False))
+    with pytest.raises(ConfigError, match=r"clashes with flag 'dnn\.conv\.\w+'"):
+        add_flag("dnn.conv", "a section already", BoolParam(False))
+    with pytest.raises(ConfigError, match="clashes with flag 'dnn"):
+        add_flag("dnn", "a section already", BoolParam(False))
