@@ -20,6 +20,7 @@ import socket
 import sys
 import sysconfig
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -214,21 +215,43 @@ add_flag("reoptimize_unpickled_function", "Rewrite a function's graph again when
 _DEFAULT_FORMAT = "compiledir_%(short_platform)s-py%(python_version)s"
 
 
-def compiledir_format_values():
-    """The names that ``compiledir_format`` may use, with this machine's values."""
-    plat = sysconfig.get_platform()
-    return {
-        "platform": platform.platform(),
-        "short_platform": "".join(c if c.isalnum() or c in "._-" else "_" for c in plat),
-        "processor": platform.processor() or platform.machine(),
-        "python_version": "%d.%d" % sys.version_info[:2],
-        "python_bitwidth": str(8 * np.dtype(np.intp).itemsize),
-        "python_int_bitwidth": str(8 * np.dtype(int).itemsize),
-        "numpy_version": np.__version__,
-        "symgraph_version": __version__,
-        "theano_version": __version__,
-        "hostname": socket.gethostname(),
+class _FormatValues(Mapping):
+    """The names of ``compiledir_format`` with their values, each computed when
+    a template first uses it: ``platform.processor()`` runs ``uname -p`` and
+    ``platform.platform()`` reads the system's files, which ``import symgraph``
+    (checking the flag's default) need not pay for."""
+
+    _GETTERS = {
+        "platform": lambda: platform.platform(),
+        "short_platform": lambda: "".join(c if c.isalnum() or c in "._-" else "_"
+                                          for c in sysconfig.get_platform()),
+        "processor": lambda: platform.processor() or platform.machine(),
+        "python_version": lambda: "%d.%d" % sys.version_info[:2],
+        "python_bitwidth": lambda: str(8 * np.dtype(np.intp).itemsize),
+        "python_int_bitwidth": lambda: str(8 * np.dtype(int).itemsize),
+        "numpy_version": lambda: np.__version__,
+        "symgraph_version": lambda: __version__,
+        "theano_version": lambda: __version__,
+        "hostname": lambda: socket.gethostname(),
     }
+    _known = {}     # name -> value, shared: a machine's values do not change
+
+    def __getitem__(self, name):
+        if name not in self._known:
+            self._known[name] = self._GETTERS[name]()
+        return self._known[name]
+
+    def __iter__(self):
+        return iter(self._GETTERS)
+
+    def __len__(self):
+        return len(self._GETTERS)
+
+
+def compiledir_format_values():
+    """The names that ``compiledir_format`` may use, with this machine's values
+    (a mapping whose values are computed on first use)."""
+    return _FormatValues()
 
 
 class _FormatParam(StrParam):

@@ -128,3 +128,21 @@ def test_flag_section_clashes_are_found_both_ways():
         add_flag("dnn.conv", "a section already", BoolParam(False))
     with pytest.raises(ConfigError, match="clashes with flag 'dnn"):
         add_flag("dnn", "a section already", BoolParam(False))
+
+
+def test_import_asks_the_platform_nothing_until_a_template_uses_it():
+    # platform.processor() runs `uname -p` in a subprocess: checking the
+    # default of compiledir_format at import must not call it
+    code = """import json, platform
+calls = []
+real = platform.processor
+platform.processor = lambda: calls.append(1) or real()
+import symgraph
+from symgraph.configdefaults_theano import compiledir_format_values
+at_import = len(calls)
+name = "c_%(processor)s_%(python_version)s" % compiledir_format_values()
+print(json.dumps({"at_import": at_import, "after": len(calls), "name": name}))"""
+    result = _fresh(code)
+    assert result["at_import"] == 0 and result["after"] == 1
+    assert result["name"].startswith("c_") and result["name"].endswith(
+        "_%d.%d" % sys.version_info[:2])
