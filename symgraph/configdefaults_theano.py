@@ -16,7 +16,6 @@ Imported by :mod:`symgraph.configdefaults`, so these flags are declared before t
 
 import os
 import platform
-import socket
 import sys
 import sysconfig
 import warnings
@@ -215,6 +214,12 @@ add_flag("reoptimize_unpickled_function", "Rewrite a function's graph again when
 _DEFAULT_FORMAT = "compiledir_%(short_platform)s-py%(python_version)s"
 
 
+def _hostname():
+    import socket    # here: its import costs a few ms that only this name needs
+
+    return socket.gethostname()
+
+
 class _FormatValues(Mapping):
     """The names of ``compiledir_format`` with their values, each computed when
     a template first uses it: ``platform.processor()`` runs ``uname -p`` and
@@ -232,7 +237,7 @@ class _FormatValues(Mapping):
         "numpy_version": lambda: np.__version__,
         "symgraph_version": lambda: __version__,
         "theano_version": lambda: __version__,
-        "hostname": lambda: socket.gethostname(),
+        "hostname": lambda: _hostname(),
     }
     _known = {}     # name -> value, shared: a machine's values do not change
 
