@@ -157,3 +157,51 @@ def test_columns_and_inner_index_vectors_with_their_increments(rng):
     np.testing.assert_allclose(inc_pairs, want, rtol=1e-6)
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 2 with size 3"):
         f(a, rows, np.array([3, 0, 0]), b)
+
+
+def test_a_matrix_of_ids_an_embedding_lookup_and_its_gradient(rng):
+    # rnnslu's emb[idxs]: a (sentences, window) matrix of word ids picks rows
+    emb = T.fmatrix("emb")
+    ids = T.lmatrix("ids")
+    picked = emb[ids]                                  # (3, 2, 4)
+    cost = T.sum(T.tanh(picked) * np.arange(4, dtype="f"))
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([emb, ids], [picked, T.grad(cost, emb)])
+    assert {"AdvancedSubtensor", "AdvancedIncSubtensor"} <= _device_names(f)
+    a = rng.standard_normal((6, 4)).astype("f")
+    w = np.array([[5, 0], [5, -1], [2, 2]])            # repeated ids accumulate
+    rows, grad = f(a, w)
+    np.testing.assert_allclose(rows, a[w], rtol=1e-6)
+    want = np.zeros_like(a)
+    np.add.at(want, w, (1 - np.tanh(a[w]) ** 2) * np.arange(4, dtype="f"))
+    np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-6)
+    w_strided = np.arange(12).reshape(3, 4)[:, ::2] % 6           # not contiguous
+    np.testing.assert_allclose(f(a, w_strided)[0], a[w_strided], rtol=1e-6)
+    assert f(a, np.zeros((0, 3), "int64"))[0].shape == (0, 3, 4)
+    with pytest.raises(IndexError, match="index -7 is out of bounds for axis 0 with size 6"):
+        f(a, np.array([[0, -7]]))
+
+
+def test_index_matrices_that_broadcast_on_inner_dimensions_with_increments(rng):
+    x = T.ftensor3("x")
+    i = T.lmatrix("i")
+    j = T.lmatrix("j")
+    y = T.fmatrix("y")
+    with symgraph.config.change_flags(**DEVICE):
+        f = symgraph.function([x, i, j, y], [x[:, i, j], T.inc_subtensor(x[:, i, j], y)])
+    assert {"AdvancedSubtensor", "AdvancedIncSubtensor"} <= _device_names(f)
+    a = rng.standard_normal((2, 4, 5)).astype("f")
+    rows = np.array([[3], [0], [3]])                   # (3, 1) against (1, 2): (3, 2)
+    cols = np.array([[4, -5]])
+    b = rng.standard_normal((3, 2)).astype("f")        # broadcast over the leading dim
+    got, inc = f(a, rows, cols, b)
+    np.testing.assert_allclose(got, a[:, rows, cols], rtol=1e-6)
+    want = a.copy()
+    np.add.at(want, (slice(None), rows, cols), b)
+    np.testing.assert_allclose(inc, want, rtol=1e-6)
+    with pytest.raises(IndexError, match="could not be broadcast together"):
+        f(a, np.zeros((3, 2), "int64"), np.zeros((2, 2), "int64"), b)
+    # the device and the CPU agree, on the CPU's own graph
+    cpu = symgraph.function([x, i, j, y], [x[:, i, j], T.inc_subtensor(x[:, i, j], y)])
+    for dev, host in zip(f(a, rows, cols, b), cpu(a, rows, cols, b)):
+        np.testing.assert_allclose(dev, host, rtol=1e-6)
