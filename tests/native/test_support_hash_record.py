@@ -133,3 +133,28 @@ def test_settled_needs_every_file_older_than_the_racy_window():
 
 def test_warm_start_key_shares_the_stamp():
     assert code_stamp() == stamps.source_stamp().digest
+
+
+def test_generated_files_written_before_are_not_generated_again(private, monkeypatch):
+    monkeypatch.setattr(support_lib, "_DIRS", {})
+    folder = support_lib.generated_dir()
+    header = folder / "support" / "sg_support.h"
+    assert header.read_text() == support_lib.generate()[0]
+    # a new process: the files are there, checked by their hash, not regenerated
+    monkeypatch.setattr(support_lib, "_DIRS", {})
+    saved = support_lib.generate, support_lib._generated
+
+    def refuse():
+        raise AssertionError("generated again")
+
+    # (the source hash stays known: the recorded one, as another test checks)
+    monkeypatch.setattr(support_lib, "generate", refuse)
+    monkeypatch.setattr(support_lib, "_generated", refuse)
+    assert support_lib.generated_dir() == folder
+    # a file damaged by hand is written anew
+    monkeypatch.setattr(support_lib, "_DIRS", {})
+    monkeypatch.setattr(support_lib, "generate", saved[0])
+    monkeypatch.setattr(support_lib, "_generated", saved[1])
+    header.write_text("/* damaged */\n")
+    assert support_lib.generated_dir() == folder
+    assert header.read_text() == support_lib.generate()[0]

@@ -231,8 +231,13 @@ def support_source_hash():
     """sha256 of the library's sources (the generated header and source, and
     sg_kernel.h), as embedded in a build (setup.py computes the same)."""
     header, source = _generated()
+    return _digest(header.encode(), source.encode())
+
+
+def _digest(header, source):
+    """sha256 of the generated header and source (bytes) and sg_kernel.h."""
     digest = hashlib.sha256()
-    for name, text in ((HEADER_NAME, header.encode()), (SOURCE_NAME, source.encode()),
+    for name, text in ((HEADER_NAME, header), (SOURCE_NAME, source),
                        ("sg_kernel.h", (_c_src() / "sg_kernel.h").read_bytes())):
         digest.update(name.encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
@@ -300,9 +305,27 @@ def generated_dir():
     key = (str(cache.root), current_source_hash())
     if key not in _DIRS:
         folder = cache.private_folder("generated", key[1][:24])
-        write_files(folder, cache=cache)
+        if not _written(cache, folder, key[1]):
+            write_files(folder, cache=cache)
         _DIRS[key] = folder
     return _DIRS[key]
+
+
+def _written(cache, folder, source_hash):
+    """True when ``folder``/support already holds the files whose hash is
+    ``source_hash``: an earlier process wrote them, and this one need not
+    generate their text to compare.  Their content is hashed again (a file
+    edited or truncated by hand is written anew) and must be private."""
+    try:
+        target = cache.private_folder(*(Path(folder) / "support").relative_to(cache.root).parts)
+        texts = []
+        for name in (HEADER_NAME, SOURCE_NAME):
+            if not cache.check_private_file(target / name):
+                return False
+            texts.append((target / name).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return _digest(*texts) == source_hash
 
 
 def build_id(source_hash, cpu):
