@@ -21,6 +21,10 @@ Rules, and why:
   a miss: it is removed and the function compiled as usual, which stores it
   anew.  Warm start never makes a compile fail: anything unexpected while
   storing or restoring is logged and the cold path runs.
+- Device functions (``device=cuda``) are stored too: their device constants
+  pickle as host copies and come back on the device, their CUDA libraries
+  load through the CUDA backend (which sets their global pointers); the key
+  holds the device flags (``device``, ``gpu.emulate``, ``gpu.cublas``...).
 - The graph is stored flat (a table of variables and a table of nodes that
   refer to each other by number), so that a deep graph does not recurse in
   ``pickle``; the graph's inputs are stored as their positions and bound to
@@ -28,8 +32,7 @@ Rules, and why:
 - Not stored (compiled as usual each time): graphs whose ops hold something
   that has no value form (a Python function, an inner graph: ``as_op``,
   ``OpFromGraph``, ``scan``), DebugMode and NanGuardMode (they check every
-  node), ``device=cuda`` (the CUDA backend's libraries need its context), and
-  graphs whose ops do not pickle; nor with ``optimizer_verbose`` (which asks to
+  node), and graphs whose ops do not pickle; nor with ``optimizer_verbose`` (which asks to
   see the rewrites run).  ``compile_warm_start=False`` turns it off.
 """
 
@@ -88,7 +91,7 @@ class WarmStart:
 
         # optimizer_verbose asks to see the rewrites run: a restored graph runs none
         if not config.compile_warm_start or config.optimizer_verbose or \
-                [b.name for b in maker.backends] != ["cpu"]:
+                [b.name for b in maker.backends] not in (["cpu"], ["cuda", "cpu"]):
             return
         try:
             self.key = warm_key(maker, fgraph)
