@@ -31,6 +31,11 @@ The library is built at install time (``setup.py``: the extension
 Where it is missing, or was built from other sources or for another CPU
 (``-march=native``), it is compiled once into the compile cache instead,
 like the runtime (``runtime.py``).
+
+Every process that loads the library checks which sources its build came
+from.  Generating the C text to hash it would cost each process 10-50 ms, so
+the hash is recorded in the compile cache under a stamp of symgraph's files
+(:func:`current_source_hash`); an edit gives another stamp and so a fresh hash.
 """
 
 import ctypes
