@@ -1,9 +1,14 @@
 """Theano's ``tensor.io``: ``load`` and ``LoadFromDisk`` (``symgraph.ops.io``), and
 the MPI transfers between processes started by ``mpiexec``.
 
-    # rank 0                                   # rank 1
-    y = T.dvector("x") * 2                     z = recv((3,), "float64", source=0, tag=11)
-    f = function([x], send(y, dest=1, tag=11)) g = function([], z.sum())
+    # on rank 0 (mpiexec -n 2 python program.py)
+    x = T.dvector("x")
+    f = function([x], send(x * 2, dest=1, tag=11))
+    f(numpy.arange(3.0))
+    # on rank 1
+    z = recv((3,), "float64", source=0, tag=11)
+    g = function([], z.sum())
+    g()  # 6.0
 
 ``isend(var, dest, tag)`` and ``irecv(shape, dtype, source, tag)`` start a
 transfer and return ``[request, data]``; ``MPISendWait`` / ``MPIRecvWait`` wait
@@ -25,6 +30,9 @@ Scheduling: when a graph holds MPI ops, compiling it (with any optimizer but
 start first and waits come last (``mpi_send_wait_key``), lower tags first
 (``mpi_tag_key``).  Two processes that each send and then receive a large array
 therefore both post their receive before waiting on their send.
+
+The ops run their Python ``perform`` (they call MPI), so they need linker
+``c|py`` (the default) or ``py``; linker ``c`` refuses them.
 """
 
 import heapq
