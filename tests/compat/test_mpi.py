@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -193,10 +194,19 @@ def test_two_processes(tmp_path, linker):
         pytest.skip(f"mpi4py cannot load an MPI library: {exc}")
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(PROGRAM))
-    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[2]))
-    done = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), str(tmp_path),
-                           linker], capture_output=True, text=True, timeout=180, env=env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # HYDRA_LAUNCHER: MPICH starts the ranks by fork, needing no ssh in a container
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[2]),
+               HYDRA_LAUNCHER="fork")
+    proc = subprocess.Popen([mpiexec, "-n", "2", sys.executable, str(script), str(tmp_path),
+                             linker], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the ranks too, not only mpiexec
+        output, _ = proc.communicate()
+        pytest.fail("the two ranks did not finish in 180 s (a deadlock?):\n" + output[-3000:])
+    assert proc.returncode == 0, output[-6000:]
     rank0 = json.loads((tmp_path / "rank0.json").read_text())
     rank1 = json.loads((tmp_path / "rank1.json").read_text())
     np.testing.assert_allclose(rank1["blocking"], np.exp(np.arange(4.0)) * 20)
