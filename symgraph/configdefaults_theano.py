@@ -105,20 +105,31 @@ for _kind in ("divide", "over", "under", "invalid"):
              "compiled functions; None takes numpy.seterr_all.", EnumParam("None", *_SETERR))
 
 
+_SETERR_FLAGS = (("all", "numpy.seterr_all"), ("divide", "numpy.seterr_divide"),
+                 ("over", "numpy.seterr_over"), ("under", "numpy.seterr_under"),
+                 ("invalid", "numpy.seterr_invalid"))
+
+
 def numpy_errstate():
     """The keyword arguments of ``numpy.errstate`` that the ``numpy.seterr_*`` flags
     ask for, or None when they leave NumPy's state to the program."""
-    from symgraph.config import config
+    # Read on every call of every compiled function, so the registry's state is
+    # read directly: Config.get would cost several times the C fast path itself.
+    if not _CONFIG:
+        from symgraph.config import config
 
-    state = {}
-    every = config.get("numpy.seterr_all")
-    if every != "None":
-        state["all"] = every
-    for kind in ("divide", "over", "under", "invalid"):
-        value = config.get(f"numpy.seterr_{kind}")
-        if value != "None":
-            state[kind] = value
-    return state or None
+        _CONFIG.append(config)
+    state = _CONFIG[0]._state  # every declared flag is in it (Config.reload)
+    if state["numpy.seterr_all"][0] == "None" and state["numpy.seterr_divide"][0] == \
+            "None" and state["numpy.seterr_over"][0] == "None" and \
+            state["numpy.seterr_under"][0] == "None" and \
+            state["numpy.seterr_invalid"][0] == "None":
+        return None
+    return {kind: state[name][0] for kind, name in _SETERR_FLAGS
+            if state[name][0] != "None"}
+
+
+_CONFIG = []  # the process's Config, once symgraph.config has built it
 
 
 def elemwise_errstate():

@@ -217,24 +217,27 @@ class Function:
     reference = None
 
     def __call__(self, *args, **kwargs):
-        errstate = numpy_errstate()
-        if errstate is None:
-            results = self._call(*args, **kwargs)
-        else:  # Theano's numpy.seterr_* flags hold around the call only
-            with np.errstate(**errstate):
-                results = self._call(*args, **kwargs)
-        if self.profile is not None and not self.profile.first_call_done:
-            self.profile.end_first_call()
-        return results
-
-    def _call(self, *args, **kwargs):
         if self._fast is not None and not kwargs:
+            # Native code only (no profile on this path): NumPy's error state,
+            # which the numpy.seterr_* flags set, has nothing to act on, and
+            # element-wise perform reads those flags itself.
             try:
                 return self._fast(*args)
             except self._input_mismatch:
                 pass  # Python converts the arguments, or explains what is wrong
             except Exception as exc:
                 self._explain_failure(exc)
+        errstate = numpy_errstate()
+        if errstate is None:
+            results = self._call(args, kwargs)
+        else:  # Theano's numpy.seterr_* flags hold around the call only
+            with np.errstate(**errstate):
+                results = self._call(args, kwargs)
+        if self.profile is not None and not self.profile.first_call_done:
+            self.profile.end_first_call()
+        return results
+
+    def _call(self, args, kwargs):
         if self.native is not None:
             return self._call_native(args, kwargs)
         values = self._guard_mutable(self._bind(args, kwargs))
