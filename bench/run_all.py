@@ -23,7 +23,7 @@ _REEXEC_MARK = "SG_BENCH_REEXEC"
 _REMOVED = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMBA_NUM_THREADS", "SG_BENCH_THREADS")
-WORKLOADS = ("W1", "W2", "W3", "W4", "C1", "C2", "W5", "W6", "W7", "S1", "S2", "S3")
+WORKLOADS = ("W1", "W2", "W3", "W4", "C1", "C2", "W5", "L1", "W6", "W7", "S1", "S2", "S3")
 
 
 def parse_args(argv):
@@ -158,11 +158,13 @@ def main(argv=None):
 
     import w_compile
     import w_conv
+    import w_load
     import w_runtime
     import w_scan
 
     runners = {"W1": w_runtime.w1, "W2": w_runtime.w2, "W3": w_runtime.w3,
                "W4": w_runtime.w4, "C1": w_conv.c1, "C2": w_conv.c2, "W5": w_conv.w5,
+               "L1": w_load.l1,
                "W6": w_compile.w6, "W7": w_compile.w7,
                "S1": w_scan.s1, "S2": w_scan.s2, "S3": w_scan.s3}
     if args.retune:

@@ -186,10 +186,20 @@ def c2(ctx):
 def w5(ctx):
     """W5: a convnet training step (conv 3x3, relu, max pool 2x2, dense 10, softmax
     cross-entropy with int labels, SGD on shared weights), batch 64."""
-    label = "W5 convnet step"
+    fns, f = w5_callables(ctx)
+    note, chose = "", ""
+    if "symgraph" in fns:
+        note = "symgraph time_once graph: " + _choice(f)
+        chose = " (time_once -> %s)" % ", ".join(chosen_impls(f))
+    return [Row("W5 convnet step, batch 64, float32%s" % chose, measure(ctx, fns), note=note)]
+
+
+def w5_callables(ctx, label="W5 convnet step"):
+    """(``{column: step}`` of W5 for every selected system, symgraph's compiled
+    function or None), checked: the first two costs agree with NumPy's."""
     params = convnet_params()
     x, y = convnet_batch()
-    fns, note = {}, ""
+    fns, f = {}, None
     sg = _symgraph(ctx, label)
     if sg is not None:
         flags = {"dnn.conv.algo_fwd": "time_once", "dnn.conv.algo_bwd": "time_once"}
@@ -231,8 +241,4 @@ def w5(ctx):
                                    for c, r in zip(pair, ref)):
             ctx.notes.append("%s: %s costs %s differ from NumPy's %s" % (label, column,
                                                                           pair, ref))
-    chose = ""
-    if "symgraph" in fns:
-        note = "symgraph time_once graph: " + _choice(f)
-        chose = " (time_once -> %s)" % ", ".join(chosen_impls(f))
-    return [Row("%s, batch 64, float32%s" % (label, chose), measure(ctx, fns), note=note)]
+    return fns, f

@@ -163,6 +163,12 @@ def _jax_softmax(jnp, a):
 
 def w4(ctx):
     """W4: one MLP training step (784-512-512-10, batch 128, SGD on shared weights)."""
+    return [Row("W4 MLP step, float32", measure(ctx, w4_callables(ctx)))]
+
+
+def w4_callables(ctx, label="W4"):
+    """``{column: step}`` of W4 for every selected system, checked: the first
+    costs agree with NumPy's (a disagreement goes to the notes)."""
     params = mlp_params()
     x, y = mlp_batch()
     fns = {}
@@ -170,7 +176,7 @@ def w4(ctx):
         try:
             f = lib.w4(params)
         except Exception as exc:
-            ctx.notes.append("W4: %s cannot build: %s" % (column, exc))
+            ctx.notes.append("%s: %s cannot build: %s" % (label, column, exc))
             continue
         fns[column] = (lambda f=f: f(x, y))
     if ctx.wants("NumPy"):
@@ -200,11 +206,10 @@ def w4(ctx):
         try:
             first[column] = float(np.asarray(fn()))
         except Exception as exc:
-            ctx.notes.append("W4: %s failed: %s" % (column, exc))
+            ctx.notes.append("%s: %s failed: %s" % (label, column, exc))
     ref = first.get("NumPy")
     for column, cost in first.items():
         if ref is not None and abs(cost - ref) > 1e-3 * max(1.0, abs(ref)):
-            ctx.notes.append("W4: %s first cost %.6f differs from NumPy's %.6f"
-                             % (column, cost, ref))
-    fns = {c: f for c, f in fns.items() if c in first}
-    return [Row("W4 MLP step, float32", measure(ctx, fns))]
+            ctx.notes.append("%s: %s first cost %.6f differs from NumPy's %.6f"
+                             % (label, column, cost, ref))
+    return {c: f for c, f in fns.items() if c in first}

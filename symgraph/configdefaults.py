@@ -57,10 +57,24 @@ add_flag("compile_warm_start", "Keep each compiled function's optimized graph an
 add_flag("cxx", "C++ compiler command; empty means no C code (Python only).",
          StrParam(lambda: shutil.which("g++") or ""))
 add_flag("gcc.cxxflags", "Extra flags passed to the C++ compiler.", StrParam(""), in_c_key=True)
-add_flag("openmp", "Use OpenMP in generated C code.", BoolParam(False), in_c_key=True)
-# the threshold is compiled into the fused loops, so it is part of the key
-add_flag("openmp_elemwise_minsize", "Smallest elemwise size run with OpenMP threads.",
-         IntParam(200000, min=0), in_c_key=True)
+# Threads: docs/threads.md (how many, the BLAS pool, waiting).  Off: one thread.
+add_flag("openmp", "Run kernels on OpenMP threads (as many as the process is given; "
+         "off: one thread, BLAS included).", BoolParam(True), in_c_key=True)
+# The thresholds are compiled into the kernels, so they are part of the key.  Each
+# is the size (elements; convolution: multiply-adds) from which two threads beat
+# one, measured per op family (docs/threads.md has the measurements).
+add_flag("openmp_elemwise_minsize", "Smallest element-wise size run on OpenMP threads.",
+         IntParam(16384, min=0), in_c_key=True)
+add_flag("openmp_reduce_minsize", "Smallest reduction input run on OpenMP threads.",
+         IntParam(262144, min=0), in_c_key=True)
+add_flag("openmp_softmax_minsize", "Smallest softmax (and its gradient) run on OpenMP "
+         "threads.", IntParam(32768, min=0), in_c_key=True)
+add_flag("openmp_pool_minsize", "Smallest pooling input run on OpenMP threads.",
+         IntParam(65536, min=0), in_c_key=True)
+add_flag("openmp_conv_minsize", "Smallest convolution (multiply-adds) run on OpenMP threads "
+         "(read when a convolution kernel is linked).", IntParam(32768, min=0))
+add_flag("openmp_batchnorm_minsize", "Smallest batch norm input run on OpenMP threads.",
+         IntParam(131072, min=0), in_c_key=True)
 add_flag("exception_verbosity", "How much graph detail errors print.", EnumParam("low", "high"))
 add_flag("traceback.limit", "Stack frames kept per node for errors; -1 keeps all.",
          IntParam(8, min=-1))

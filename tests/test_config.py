@@ -42,8 +42,8 @@ def test_defaults():
     assert cfg.optimizer_including == ""
     assert cfg.on_unused_input == "raise"
     assert cfg.compile_cache_size_mb == 2048
-    assert cfg.openmp is False
-    assert cfg.openmp_elemwise_minsize == 200000
+    assert cfg.openmp is True               # threads by default (docs/threads.md)
+    assert cfg.openmp_elemwise_minsize == 16384
     assert cfg.traceback.limit == 8
     assert cfg.nan_guard.nan_is_error is True
     assert cfg.dnn.enabled == "auto"
@@ -444,12 +444,14 @@ def test_c_key_covers_codegen_flags_only():
 
 
 def test_flags_iterates_every_declared_flag():
-    cfg = fresh({"SYMGRAPH_FLAGS": "openmp=1"})
+    cfg = fresh({"SYMGRAPH_FLAGS": "openmp=0"})
     infos = {info.name: info for info in cfg.flags()}
     required = """device floatX warn_float64 mode linker optimizer optimizer_including
         optimizer_excluding optimizer_verbose on_opt_error on_unused_input compiledir
         compile_cache_size_mb compile_no_compile cxx gcc.cxxflags openmp
-        openmp_elemwise_minsize exception_verbosity traceback.limit profile
+        openmp_elemwise_minsize openmp_reduce_minsize openmp_softmax_minsize
+        openmp_pool_minsize openmp_conv_minsize openmp_batchnorm_minsize
+        exception_verbosity traceback.limit profile
         profile_optimizer nan_guard.nan_is_error nan_guard.inf_is_error
         nan_guard.big_is_error dnn.enabled dnn.include_path dnn.library_path
         dnn.conv.algo_fwd dnn.conv.algo_bwd dnn.conv.algo_bwd_data
@@ -457,7 +459,7 @@ def test_flags_iterates_every_declared_flag():
         nvcc.flags gpu.cross_compile deterministic""".split()
     assert set(required) <= set(infos)
     openmp = infos["openmp"]
-    assert openmp.value is True and openmp.default is False
+    assert openmp.value is False and openmp.default is True
     assert openmp.source == "SYMGRAPH_FLAGS" and openmp.in_c_key
     assert all(info.doc for info in infos.values())
 

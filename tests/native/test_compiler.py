@@ -157,12 +157,16 @@ def test_c_src_is_found():
     assert (compiler.c_src_dir() / "sg_kernel.h").is_file()
 
 
-def test_openmp_threads_wait_passively_unless_the_user_chose(monkeypatch):
+def test_openmp_threads_spin_briefly_unless_the_user_chose(monkeypatch):
     from symgraph.backends.cpu.compiler import prepare_openmp_environment
+    from symgraph.backends.native.threads import SPIN_COUNT
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     prepare_openmp_environment()
-    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert os.environ["GOMP_SPINCOUNT"] == str(SPIN_COUNT)
+    assert "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.delenv("GOMP_SPINCOUNT")
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     prepare_openmp_environment()
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE" and "GOMP_SPINCOUNT" not in os.environ

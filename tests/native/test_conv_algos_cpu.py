@@ -149,9 +149,11 @@ def test_workspace_sizes():
     large = H.geometry((2, 16, 300, 300), (8, 16, 3, 3))
     for direction in DIRS:
         assert H.workspace(direction, "direct", large) == 0
-        # tiled: one tile (at most 32768 elements), whatever the image size
+        # tiled: one tile (at most 32768 elements), whatever the image size; the
+        # filter gradient adds its parts' partial gradients (2 images: 2 parts)
+        partials = 8 * 16 * 9 if direction == "bwd_filter" else 0
         assert H.workspace(direction, "tiled", large) == H.workspace(direction, "tiled", small)
-        assert 0 < H.workspace(direction, "tiled", large) <= 32768
+        assert 0 < H.workspace(direction, "tiled", large) <= 32768 + partials
     # gemm: the whole im2col matrix (R x P) of one image
     assert H.workspace("fwd", "gemm", large) == 16 * 9 * 298 * 298
     # a 1x1 stride-1 filter reads the image as it lies

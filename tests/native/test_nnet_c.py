@@ -253,13 +253,13 @@ def test_function_matches_numpy(axis, rng):
 def test_openmp_splits_rows_with_the_same_bits(op, shape, axis, rng):
     # Threads split a dimension other than the axis; each row is computed by
     # the same code, so the result is bit for bit the serial one.
-    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+    with symgraph.config.change_flags(openmp=True, openmp_softmax_minsize=0):
         node = _node.__wrapped__(op, "float32", len(shape), axis)
         kernel = node_kernel(node)
     assert kernel.openmp and "omp parallel for" in kernel.source
     x = rng.standard_normal(shape).astype("float32") * 5
     values = _inputs(op, x, rng)
     serial = run_kernel(_node(op, "float32", len(shape), axis), values)
-    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+    with symgraph.config.change_flags(openmp=True, openmp_softmax_minsize=0):
         parallel = run_kernel(node, values, kernel=kernel)
     np.testing.assert_array_equal(parallel[0], serial[0])

@@ -61,8 +61,11 @@ class CpuBackend(Backend):
                 cell.value = address_fn()
 
     def prepare_process(self, openmp=False):
+        from symgraph.backends.native.threads import sync_enabled
+
         if openmp:
             compiler.prepare_openmp_environment()
+        sync_enabled()      # the openmp flag now: symgraph's BLAS products follow it
 
 
 @functools.lru_cache(maxsize=1)

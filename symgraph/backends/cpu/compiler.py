@@ -319,13 +319,17 @@ def compile_library(source, out_path, *, openmp=False, include_dirs=(), extra_fl
 
 def prepare_openmp_environment():
     """Call before loading a library compiled with OpenMP: unless the user chose
-    otherwise, OpenMP's threads wait passively (``OMP_WAIT_POLICY=PASSIVE``).
+    otherwise, OpenMP's threads spin only briefly before they sleep
+    (``GOMP_SPINCOUNT``) and their number respects a cgroup CPU quota
+    (``backends/native/threads.prepare_openmp_runtime``, ``docs/threads.md``).
 
     libgomp reads its environment once, when it is loaded.  By default its
-    threads spin for a while after each parallel region; so do OpenBLAS's after
-    each BLAS call.  A training step alternates the two (fused loops, then a
-    GEMM), and on a machine with few cores each pool's spinning threads take
+    threads spin for milliseconds after each parallel region; so do OpenBLAS's
+    after each BLAS call.  A training step alternates the two (fused loops, then
+    a GEMM), and on a machine with few cores each pool's spinning threads take
     the cores the other needs: the 2-thread convnet step measured 21 ms with
     spinning threads, 11 ms with passive ones, 10.5 ms on one thread.
     """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from symgraph.backends.native.threads import prepare_openmp_runtime
+
+    prepare_openmp_runtime()

@@ -99,13 +99,25 @@ def blas_available():
     return True
 
 
+def routine_address(name):
+    """The address the kernels call for BLAS routine ``name``: the thread
+    library's wrapper (one BLAS thread; large products split over symgraph's
+    threads: ``backends/native/threads.py``), else SciPy's routine."""
+    from symgraph.backends.native.threads import routine_address as wrapper
+
+    return wrapper(name)
+
+
 # One function object per routine, so that equal kernels compare equal.
-_ADDRESS_FNS = {name: functools.partial(blas_address, name)
+_ADDRESS_FNS = {name: functools.partial(routine_address, name)
                 for p in "sd" for name in (p + "gemm", p + "gemv", p + "dot", p + "ger")}
 
 
 def blas_symbols(T):
     """CKernel.symbols for the BLAS routines of the C type T (float or double)."""
+    from symgraph.backends.native.threads import prefetch
+
+    prefetch()      # the thread library builds while the kernels do
     p = BLAS_PREFIX[T]
     return tuple((f"sg_blas_{p}{r}", _ADDRESS_FNS[p + r]) for r in ("gemm", "gemv", "dot", "ger"))
 

@@ -90,12 +90,14 @@ def _build(openmp):
 
 
 def _set_blas(lib):
-    """Point the library's GEMM at SciPy's BLAS (else its plain loops run)."""
-    from symgraph.backends.cpu.blas.support import blas_address, blas_available
+    """Point the library's GEMM at SciPy's BLAS (else its plain loops run),
+    through the thread library's wrappers (one BLAS thread inside the
+    algorithms' own parallel loops: ``backends/native/threads.py``)."""
+    from symgraph.backends.cpu.blas.support import blas_available, routine_address
 
     if blas_available():
         for name in ("sgemm", "dgemm"):
-            ctypes.c_void_p.in_dll(lib, f"sg_conv_blas_{name}").value = blas_address(name)
+            ctypes.c_void_p.in_dll(lib, f"sg_conv_blas_{name}").value = routine_address(name)
 
 
 def load(openmp=None):
@@ -138,6 +140,7 @@ def _load_now(openmp, key):
     with _lock:
         if key not in _loaded:
             _set_blas(lib)
+            set_parallel_min(lib)
             table = ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_conv_algorithms"))
             _loaded[key] = (lib, table, lib._name)
             _present.add((str(cache.root), key))
@@ -163,10 +166,20 @@ def _ensure_cached(key, path):
         _present.add(where)
 
 
+def set_parallel_min(lib):
+    """The library's parallel threshold (multiply-adds) from the
+    ``openmp_conv_minsize`` flag: read when a conv kernel is linked."""
+    from symgraph.config import config
+
+    ctypes.c_int64.in_dll(lib, "sg_conv_parallel_min").value = int(config.openmp_conv_minsize)
+
+
 def library_address():
     """The address of the library's ``sg_conv_algorithms`` (the kernels'
     ``sg_conv_lib``): what :data:`SYMBOLS` hands the linker."""
-    return load()[1]
+    lib, address = load()
+    set_parallel_min(lib)
+    return address
 
 
 def prefetch():

@@ -27,6 +27,13 @@ where they lie (contiguous, in the compute type) or gathered into a buffer.
   B * (x - mean) - C`` with per-channel constants.
 * Inference: one pass, ``(x - mean) * (scale / sqrt(var + eps)) + bias``.
 
+With the ``openmp`` flag, inputs of at least ``openmp_batchnorm_minsize``
+elements run on threads: the passes that write an output share out rows
+(dynamically), the statistics of rows that each hold one channel (a spatial
+batch) share out groups of channels, each channel summing its rows in the
+serial order; the statistics of rows of many channels (per-activation) stay
+serial.  The bits are the serial kernel's on any thread count.
+
 float16 is stored as ``_Float16`` and computed in float32.  The parameters
 (scale, bias, the statistics) are gathered into contiguous per-channel
 arrays first, whatever their strides.
@@ -73,12 +80,22 @@ def _core(suffix):
         L=128 // (4 if ctype == "float" else 8)))
 
 
-def _driver(dtype):
+def _names(dtype, minpar):
+    """The suffix of the driver's C names: the storage type's, and for an OpenMP
+    driver its threshold too (drivers of both kinds may share a library)."""
+    suffix = _DTYPES[dtype][0]
+    return suffix if minpar < 0 else f"{suffix}p{minpar}"
+
+
+def _driver(dtype, minpar=-1):
+    """The drivers for ``dtype``; ``minpar``: the smallest input run on OpenMP
+    threads (-1: a kernel without OpenMP)."""
     suffix, core = _DTYPES[dtype]
     ctype = _CTYPE[core]
-    return (f"sg_bn_driver_{suffix}_v{VERSION}", _DRIVER.substitute(
-        S=c_type(dtype), T=ctype, X=core, Y=suffix, SAME="1" if suffix == core else "0",
-        CHUNK=CHUNK, SQRT="sqrtf" if ctype == "float" else "sqrt"))
+    y = _names(dtype, minpar)
+    return (f"sg_bn_driver_{y}_v{VERSION}", _DRIVER.substitute(
+        S=c_type(dtype), T=ctype, X=core, Y=y, SAME="1" if suffix == core else "0",
+        CHUNK=CHUNK, SQRT="sqrtf" if ctype == "float" else "sqrt", MINPAR=minpar))
 
 
 def _shape_source(op, node, kind, mask, name, axes):
@@ -127,15 +144,19 @@ def bn_kernel(kind, op, node):
     for k, var in enumerate(node.inputs):
         if str(var.dtype) != (work if k in scalars else dtype):
             return None
+    from symgraph.config import config
+
     mask = sum(1 << a for a in op.axes)
     name = c_string(str(op))
     axes = c_string(str(op.axes))
-    y = _DTYPES[dtype][0]
+    openmp = bool(config.openmp)
+    minpar = int(config.openmp_batchnorm_minsize) if openmp else -1
+    y = _names(dtype, minpar)
     call = {"train": f"sg_bn_train_{y}(in, {len(node.inputs)}, out, {mask}u, \"{name}\", err)",
             "grad": f"sg_bn_grad_{y}(in, out, {mask}u, \"{name}\", err)",
             "infer": f"sg_bn_infer_{y}(in, out, {mask}u, \"{name}\", err)"}[kind]
     source = (f"/* {name} */\n" + _shape_source(op, node, kind, mask, name, axes)
               + f"\nint SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{\n"
               f"    return {call};\n}}\n")
-    support = (_COMMON, _core(_DTYPES[dtype][1]), _driver(dtype))
-    return CKernel(source=source, support=support, version=VERSION)
+    support = (_COMMON, _core(_DTYPES[dtype][1]), _driver(dtype, minpar))
+    return CKernel(source=source, support=support, version=VERSION, openmp=openmp)

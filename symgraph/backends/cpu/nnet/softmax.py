@@ -180,7 +180,7 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
             grain = "1"
         source += _PARALLEL_RUN.substitute(
             RUN=run, NIN=nin, NAME=name, SPLIT=split, GRAIN=grain, AXIS=axis,
-            MINPAR=int(config.openmp_elemwise_minsize))
+            MINPAR=int(config.openmp_softmax_minsize))
     else:
         source += f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return {run}, in, {nin}, out, "{name}", err);

@@ -26,7 +26,7 @@ from string import Template
 from symgraph.backends.c_family.c_types import FLOAT_DTYPES as _FLOATS
 from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
-from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen, _offset, _out_loops
+from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen, _offset, _out_loops, plane_chunk
 from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["argmax_kernel", "VERSION"]
@@ -39,7 +39,8 @@ VERSION = 1
 def _parallel(gen, body, error=None):
     """``body`` (may set ``bad`` for plane ``l``) for every plane; ``error``:
     the message when some plane set ``bad`` (None: it never does)."""
-    pragma = (f"#pragma omp parallel for schedule(static) if(size >= {gen.minpar}) "
+    pragma = (f"#pragma omp parallel for schedule(dynamic, {plane_chunk('size')}) "
+              f"if(size >= {gen.minpar}) "
               f"reduction(|:bad)" if gen.openmp else "")
     check = (f'    if (bad) SG_FAIL(err, SG_ERR_VALUE, "{gen.name}: {error}");' if error
              else "    (void)bad;")

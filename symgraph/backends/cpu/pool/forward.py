@@ -54,6 +54,17 @@ VERSION = 1
 
 
 
+def plane_chunk(count):
+    """C: planes per OpenMP work item, about ``PLANE_CHUNK`` input elements'
+    worth (``count``: the input's size, ``L``: its planes).  Dynamic: a thread
+    the system deschedules holds up one item, not a fixed share (docs/threads.md)."""
+    return f"({count} >= {PLANE_CHUNK} * L ? 1 : {PLANE_CHUNK} * L / ({count} > 0 ? {count} : 1))"
+
+
+#: Input elements per OpenMP work item of the pooling kernels.
+PLANE_CHUNK = 16384
+
+
 class _Gen:
     """The text pieces of one kernel: types, constants and loop nests."""
 
@@ -67,7 +78,7 @@ class _Gen:
         self.I = "int64_t" if dtype == "float64" else "int32_t"
         self.name = c_string(str(op), printf=True)
         self.openmp = bool(config.openmp)
-        self.minpar = int(config.openmp_elemwise_minsize)
+        self.minpar = int(config.openmp_pool_minsize)
 
     def subs(self, **extra):
         """The substitutions every template uses."""
@@ -90,7 +101,7 @@ class _Gen:
         with a per-thread workspace ``ws`` of ``wsize`` bytes."""
         pragma = f"#pragma omp parallel if({count} >= {self.minpar}) reduction(|:fail)" \
             if self.openmp else ""
-        pfor = "#pragma omp for schedule(static)" if self.openmp else ""
+        pfor = f"#pragma omp for schedule(dynamic, {plane_chunk(count)})" if self.openmp else ""
         return f"""    int fail = 0;
 {pragma}
     {{

@@ -568,7 +568,7 @@ def reduce_kernel(spec):
     if openmp:
         from symgraph.backends.cpu.reduce.parallel import ParallelGen
 
-        source = ParallelGen(spec, int(config.openmp_elemwise_minsize)).source()
+        source = ParallelGen(spec, int(config.openmp_reduce_minsize)).source()
     else:
         source = _Gen(spec).source()
     headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())

@@ -15,15 +15,28 @@ the flag off, are unchanged):
   binary counter: the same bits as serially, for any thread count.
   argmax/argmin then search ranges of the group on every thread and keep the
   first hit;
-* path B with too few columns to share: the threads split the reduced rows
-  and their partial results are combined in thread order.  Max, min, all,
-  any and integer results are exact; float sums and products are
-  deterministic for a thread count and within the serial error bound.
+* path B with too few columns to share (fewer than ``ROW_SPLIT_ITEMS`` runs):
+  the reduced rows are cut into a fixed number of parts (``row_parts``: a
+  function of the row count, never of the thread count), whose partial
+  results are combined in part order.  Max, min, all, any and integer
+  results are exact; float sums and products are within the serial error
+  bound and the same bits for any thread count, one included.
+
+Work is shared out dynamically, in about eight items per thread: a thread
+that the system deschedules (another process on its core) holds up the item
+it is computing, not a fixed share (docs/threads.md).  Where an item starts
+never changes a result.
 """
 
 from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen
 
-__all__ = ["ParallelGen"]
+__all__ = ["ParallelGen", "ROW_SPLIT_ITEMS", "ROW_PART_MIN", "ROW_PARTS_MAX"]
+
+#: Path B splits the reduced rows when it has fewer runs of columns than this.
+ROW_SPLIT_ITEMS = 4
+#: Reduced rows per part at least, and parts at most, when rows are split.
+ROW_PART_MIN = 1024
+ROW_PARTS_MAX = 16
 
 
 class ParallelGen(_Gen):
@@ -248,11 +261,11 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         SG_FN(items)(in, out, pl, 0, nko, 1, 0, count);
         return;
     }}
-    #pragma omp parallel num_threads(nt)
-    {{
-        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t hi = total * (t + 1) / nth;
-        for (int64_t lo = total * t / nth; lo < hi;) {{
+    const int64_t chunks = total < 8 * (int64_t)nt ? total : 8 * (int64_t)nt;
+    #pragma omp parallel for num_threads(nt) schedule(dynamic)
+    for (int64_t ci = 0; ci < chunks; ci++) {{
+        const int64_t hi = total * (ci + 1) / chunks;
+        for (int64_t lo = total * ci / chunks; lo < hi;) {{
             const int64_t o = lo / per, end = (o + 1) * per < hi ? (o + 1) * per : hi;
 {self._pointers(12, "o")}
             (void)ob;
@@ -271,28 +284,28 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
 
     def rows_fn(self):
         """SG_FN(rows) (OpenMP kernels, path B): one output row of few columns;
-        the threads split the reduced rows and their partial results are
-        combined in thread order (deterministic for a thread count).  Returns
-        nonzero when it cannot allocate the partials."""
+        the reduced rows are cut into a fixed number of parts (a function of
+        the row count only), computed on the threads, and the parts' partial
+        results are combined in part order: the same bits for any thread
+        count.  Returns nonzero when it cannot allocate the partials."""
         ACC, OUT = self.ACC, self.OUT
         return f"""static int SG_FN(rows)(const sg_array *in, sg_array *out,
                         const sg_red_plan *pl, int nt) {{
     const int64_t n = pl->kshape[pl->nk - 1], os = pl->ostr[pl->nk - 1];
-    {ACC} *part = malloc(sizeof({ACC}) * (size_t)(n * nt));
+    int64_t parts = pl->rsize / {ROW_PART_MIN};
+    if (parts > {ROW_PARTS_MAX}) parts = {ROW_PARTS_MAX};
+    if (parts < 1) parts = 1;
+    {ACC} *part = malloc(sizeof({ACC}) * (size_t)(n * parts));
     if (!part) return 1;
     const char *p[{self.nin}];
     for (int k = 0; k < {self.nin}; k++) p[k] = in[k].data;
-    int used = 1;
-    #pragma omp parallel num_threads(nt)
-    {{
-        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
-        if (t == 0) used = (int)nth;
-        SG_FN(cols)(p, out[0].data, pl, 0, n, pl->rsize * t / nth, pl->rsize * (t + 1) / nth,
-                    part + t * n);
-    }}
+    #pragma omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)
+    for (int64_t t = 0; t < parts; t++)
+        SG_FN(cols)(p, out[0].data, pl, 0, n, pl->rsize * t / parts,
+                    pl->rsize * (t + 1) / parts, part + t * n);
     for (int64_t j = 0; j < n; j++) {{
         {ACC} a = part[j];
-        for (int t = 1; t < used; t++) {{
+        for (int64_t t = 1; t < parts; t++) {{
             const {ACC} q = part[t * n + j];
             a = {self.comb('a', 'q')};
         }}
@@ -308,14 +321,19 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         with one thread; else outputs (or column runs) shared out when there
         are many, each group split when there are few."""
         head = self.run_fn().split("    int64_t idx[SG_MAXDIMS] = {0};\n")[0]
+        # before the one-thread exit: split rows give the same bits on any thread count
         rows = ("" if self.arg else
-                "    if (cols && count == 1 && items < nt && !SG_FN(rows)(in, out, &pl, nt)) "
-                "return 0;\n")
+                f"    if (cols && count == 1 && items < {ROW_SPLIT_ITEMS} && "
+                "!SG_FN(rows)(in, out, &pl, nt)) return 0;\n")
         u = COL_UNIT
         return f"""{head}    const int64_t per = cols ? (pl.kshape[pl.nk - 1] + {u} - 1) / {u} : 1;
     const int64_t items = count * per;
     const int nt = omp_get_max_threads();
-    if (nt < 2 || pl.rsize == 0 || pl.ksize * pl.rsize < {self.minpar}) {{
+    if (pl.rsize == 0 || pl.ksize * pl.rsize < {self.minpar}) {{
+        SG_FN(items)(in, out, &pl, cols, nko, per, 0, items);
+        return 0;
+    }}
+{rows}    if (nt < 2) {{
         SG_FN(items)(in, out, &pl, cols, nko, per, 0, items);
         return 0;
     }}
@@ -323,11 +341,10 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         SG_FN(split)(in, out, &pl, count, nt);
         return 0;
     }}
-{rows}    #pragma omp parallel num_threads(nt)
-    {{
-        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
-        SG_FN(items)(in, out, &pl, cols, nko, per, items * t / nth, items * (t + 1) / nth);
-    }}
+    const int64_t chunks = items < 8 * (int64_t)nt ? items : 8 * (int64_t)nt;
+    #pragma omp parallel for num_threads(nt) schedule(dynamic)
+    for (int64_t c = 0; c < chunks; c++)
+        SG_FN(items)(in, out, &pl, cols, nko, per, items * c / chunks, items * (c + 1) / chunks);
     return 0;
 }}
 """
