@@ -68,6 +68,8 @@ def test_a_second_stream_is_refused_and_unhonoured_flags_warn():
     from symgraph.backends.cuda import backend
 
     x = T.fvector("x")
+    with config.change_flags(**DEVICE):
+        symgraph.function([x], x * 3)              # the device in use already
     with config.change_flags(**DEVICE, **{"gpuarray.single_stream": False}):
         with pytest.raises(ConfigError, match="one stream"):
             symgraph.function([x], x * 2)

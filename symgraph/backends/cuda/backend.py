@@ -184,6 +184,9 @@ def ensure_device(fallback=True):
                       "instead (the flag device is now cpu).", stacklevel=3)
         config.device = "cpu"
         return False
+    if not config.gpuarray.single_stream:
+        raise ConfigError("gpuarray.single_stream=False: symgraph runs every kernel in order "
+                          "on one stream (no multi-stream scheduler); leave it True")
     _register_arrays()
     _warn_unhonoured_flags()
     return True
@@ -194,9 +197,6 @@ def _warn_unhonoured_flags():
     """Theano's GPU flags that symgraph accepts but cannot honour: said once."""
     from symgraph.config import config
 
-    if not config.gpuarray.single_stream:
-        raise ConfigError("gpuarray.single_stream=False: symgraph runs every kernel in order "
-                          "on one stream (no multi-stream scheduler); leave it True")
     unhonoured = [
         (config.init_gpu_device, "init_gpu_device: device=cuda already moves graphs to the "
                                  "device"),
