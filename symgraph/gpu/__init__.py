@@ -40,12 +40,9 @@ def to_device(value, context_name=None):
     device the flag ``device`` names, the emulated one under ``gpu.emulate``).
     ``value`` is array-like (copied from the host) or another GPU library's
     array (copied on the device)."""
-    from symgraph.backends.cuda.device_memory import adopt, put
+    from symgraph.tensor.gpu_type import to_device as copy_to
 
-    context = _context(context_name)
-    if hasattr(value, "__cuda_array_interface__"):
-        return adopt(value, context).copy()
-    return put(value, context)
+    return copy_to(value, _context(context_name))
 
 
 def as_device_array(value, context_name=None):

@@ -58,9 +58,9 @@ def is_device_array(value):
 
 
 def to_device(value, context_name):
-    """``value`` (array-like) copied to the device of ``context_name``; another
-    GPU library's array is copied on the device."""
-    if _foreign(value):
+    """``value`` (array-like) copied to the device of ``context_name``; a
+    device array (symgraph's or another GPU library's) is copied on the device."""
+    if hasattr(value, "__cuda_array_interface__"):
         return adopt(value, context_name).copy()
     return _registered(context_name)[1](np.ascontiguousarray(value), context_name)
 
