@@ -207,7 +207,36 @@ add_flag("on_shape_error", "What to do when an op's infer_shape fails: raise, or
 add_flag("warn.ignore_bug_before", "Theano's warnings about its own fixed bugs; symgraph "
          "never had those bugs, so no value warns.",
          EnumParam("0.9", "None", "all", "0.3", "0.4", "0.4.1", "0.5", "0.6", "0.7", "0.8",
-                   "0.8.1", "0.8.2", "0.9", "0.10", "1.0"))
+                   "0.8.1", "0.8.2", "0.9", "0.10", "1.0", "1.0.1", "1.0.2", "1.0.3",
+                   "1.0.4", "1.0.5"))
+
+# Theano's switches for its warnings about results its old versions got wrong
+# (flag, the Theano version that fixed the bug).  Theano programs set them to
+# silence those warnings (the deep-learning tutorials set
+# warn.subtensor_merge_bug); symgraph never had the bugs, so they are accepted
+# and never warn.  The default is Theano's under its default
+# warn.ignore_bug_before (0.9): on for bugs fixed after 0.9.
+_THEANO_BUG_FLAGS = (
+    ("argmax_pushdown_bug", "0.3", "argmax pushed down through a softmax"),
+    ("gpusum_01_011_0111_bug", "0.3", "GPU sums over patterns 01, 011, 0111"),
+    ("sum_sum_bug", "0.3", "two consecutive sums"),
+    ("sum_div_dimshuffle_bug", "0.3", "sums of divisions of dimshuffled tensors"),
+    ("subtensor_merge_bug", "0.5", "indexing a subtensor with a negative step"),
+    ("gpu_set_subtensor1", "0.6", "set_subtensor with an integer vector on the GPU"),
+    ("signal_conv2d_interface", "0.7", "signal.conv2d's changed interface"),
+    ("reduce_join", "0.7", "a reduction of a join over another axis"),
+    ("inc_set_subtensor1", "0.7", "inc/set_subtensor with an integer vector or matrix"),
+    ("round", "0.9", "round's default mode (half to even, as NumPy's, in symgraph)"),
+    ("inc_subtensor1_opt", "0.10", "inc_subtensor(zeros[idx], x)[idx] with repeated idx"),
+    ("identify_1pexp_bug", "0.4.1", "the recognition of 1 + exp(x)"),
+)
+for _name, _fixed, _what in _THEANO_BUG_FLAGS:
+    _default = tuple(int(p) for p in _fixed.split(".")) > (0, 9)
+    add_flag(f"warn.{_name}", f"Theano's warning about its bug with {_what} (fixed in "
+             f"Theano {_fixed}); symgraph never had it, so the flag never warns.",
+             BoolParam(_default))
+add_flag("warn.vm_gc_bug", "Theano's warning about a bug of an unreleased Theano version; "
+         "symgraph never had it, so the flag never warns.", BoolParam(False))
 add_flag("traceback.compile_limit", "Stack frames kept for nodes built by rewrites; symgraph "
          "keeps the user's line instead, copied from the node replaced.", IntParam(0, min=-1))
 add_flag("experimental.local_alloc_elemwise_assert", "Keep a shape assert when an Alloc "

@@ -19,6 +19,11 @@ Canonicalize (fast_run):
   broadcast over the kept sizes; no loop at all over the filled array;
 * ``local_sum_scaled_reuse``: ``sum(c * x) -> c * sum(x)`` for a scale ``c``
   when ``sum(x)`` is computed anyway: two sums of ``x`` become one;
+* ``local_sibling_sums``: ``a*sum(f(x)) + b*sum(g(x)) -> sum(a*f(x) + b*g(x))``
+  for sums over the same axes of arrays of one shape (an L1 + L2 penalty
+  ``l1*sum(abs(W)) + l2*sum(W**2)``): one fused pass over ``W`` instead of
+  two.  Float dtypes only; the result differs by rounding (and may stay
+  finite where a scaled partial sum overflowed);
 * ``local_transpose_dot``: ``dot(a.T, b).T -> dot(b.T, a)`` and the like,
   when that removes transposes.  (``dot(a.T, b.T)`` alone stays: as
   ``dot(b, a).T`` it would hide the dot from the Gemm rewrites, and a
@@ -229,9 +234,166 @@ def local_sum_scaled_reuse(fgraph, node):
     return None
 
 
+def _same_shape(sf, a, b):
+    """True when ``a`` and ``b`` provably have one shape in every run."""
+    from symgraph.opt.utils import scalar_constant_value
+
+    if a.ndim != b.ndim or a.type.broadcastable != b.type.broadcastable:
+        return False
+    for da, db in zip(sf.shape_of(a), sf.shape_of(b)):
+        if da is db:
+            continue
+        va, vb = scalar_constant_value(da), scalar_constant_value(db)
+        if va is None or vb is None or va != vb:
+            return False
+    return True
+
+
+def _scaled_term(coef, leaf, dtype):
+    """``(positive?, expression)`` for ``coef * leaf`` (None: a zero constant
+    term, or a symbolic scale of another dtype that would change the result's)."""
+    from symgraph.ops import math as M
+    from symgraph.opt.canonicalize_algebra import _coef_expr
+
+    number, sym = _coef_expr([coef], dtype)
+    if sym is not None:
+        if sym.dtype != dtype:
+            return None
+        return True, sym if leaf is None else M.mul(sym, leaf)
+    with np.errstate(all="ignore"):
+        number = np.asarray(number).astype(dtype)
+    negative = number < 0
+    size = -number if negative else number
+    if leaf is None:
+        return None if number == 0 else (not negative, size)
+    return not negative, leaf if size == 1 else M.mul(size, leaf)
+
+
+_LINEAR = (sb.Add, sb.Sub, sb.Neg, sb.Mul)
+
+
+def _is_sum(var):
+    return var.owner is not None and type(var.owner.op) is Sum
+
+
+def _sum_terms(fgraph, var, coef, out, terms, depth=0, top=False):
+    """Append ``(coef, leaf)`` pairs whose sum is ``coef * var``, through add,
+    sub, neg and mul by scales, into nodes used only here.
+
+    Unlike like-term collection, a 0-d sum is never taken for a scale: in
+    ``c * sum(x)`` (both 0-d) the sum is the term and ``c`` its scale.
+    """
+    from symgraph.opt.canonicalize_algebra import _number, _scalar_of
+
+    number = _number(var)
+    if number is not None:
+        terms.append((coef.times(number), None))
+        return
+    node = var.owner
+    inside = top or (depth < 8 and var.dtype == out.dtype and _single_client(fgraph, var))
+    op = node.op.scalar_op if inside and node is not None and \
+        isinstance(node.op, Elemwise) else None
+    if isinstance(op, sb.Add):
+        for i in node.inputs:
+            _sum_terms(fgraph, i, coef, out, terms, depth + 1)
+        return
+    if isinstance(op, sb.Sub):
+        _sum_terms(fgraph, node.inputs[0], coef, out, terms, depth + 1)
+        _sum_terms(fgraph, node.inputs[1], coef.times(-1), out, terms, depth + 1)
+        return
+    if isinstance(op, sb.Neg):
+        _sum_terms(fgraph, node.inputs[0], coef.times(-1), out, terms, depth + 1)
+        return
+    if isinstance(op, sb.Mul):
+        value, factors, rest = 1, [], []
+        for i in node.inputs:
+            n = _number(i)
+            if n is not None:
+                value = value * n
+            elif _is_sum(i) or owner_if(i, *_LINEAR) is not None or \
+                    not all(i.type.broadcastable):
+                rest.append(i)
+            else:
+                factors.append(_scalar_of(i) or i)
+        if len(rest) > 1 and var.ndim == 0:
+            # c * sum(x) with a 0-d c that is itself computed: the sum is the term.
+            sums = [i for i in rest if _is_sum(i)]
+            if len(sums) == 1:
+                factors += [i for i in rest if i is not sums[0]]
+                rest = sums
+        # A zero scale stays a term of its own (x + 0*x is NaN for infinite x).
+        if len(rest) == 1 and value != 0 and \
+                rest[0].type.broadcastable == var.type.broadcastable and \
+                all(f.dtype == out.dtype and f.ndim == 0 for f in factors):
+            _sum_terms(fgraph, rest[0], coef.times(value, factors), out, terms, depth + 1)
+            return
+    terms.append((coef, var))
+
+
+@node_rewriter([sb.Add, sb.Sub])
+def local_sibling_sums(fgraph, node):
+    """``a*sum(f(x), axes) + b*sum(g(x), axes) -> sum(a*f(x) + b*g(x), axes)``
+    when the summed arrays have one shape: one reduction, one pass.
+
+    Scales are constants or 0-d values of the result's dtype; each sum must be
+    used only by this expression (else it is computed anyway).
+    """
+    from symgraph.opt.canonicalize_algebra import _Coef, _signed_sum
+    from symgraph.tensor.basic import as_tensor_variable
+
+    out = node.outputs[0]
+    if not out.dtype.startswith("float"):
+        return None
+    terms = []
+    _sum_terms(fgraph, out, _Coef(1), out, terms, top=True)
+    sf = shape_feature(fgraph)
+    groups = []  # [sum op, [(coef, summed array)], first term index]
+    rest = []
+    for k, (coef, leaf) in enumerate(terms):
+        owner = None if leaf is None else leaf.owner
+        summed = owner is not None and type(owner.op) is Sum and \
+            _single_client(fgraph, leaf) and owner.inputs[0].dtype == out.dtype and \
+            leaf.dtype == out.dtype
+        if summed:
+            x = owner.inputs[0]
+            for group in groups:
+                if group[0] == owner.op and _same_shape(sf, group[1][0][1], x):
+                    group[1].append((coef, x))
+                    break
+            else:
+                groups.append([owner.op, [(coef, x)], k])
+                continue
+            continue
+        rest.append((k, coef, leaf))
+    if not any(len(g[1]) > 1 for g in groups):
+        return None
+    dtype = out.dtype
+    entries = []  # (term index, positive?, expression)
+    for op, members, k in groups:
+        if len(members) == 1:
+            rest.append((k, members[0][0], op(members[0][1])))
+            continue
+        scaled = [_scaled_term(c, x, dtype) for c, x in members]
+        if any(s is None for s in scaled):
+            return None
+        entries.append((k, True, op(_signed_sum([(p, e, False) for p, e in scaled]))))
+    for k, coef, leaf in rest:
+        scaled = _scaled_term(coef, leaf, dtype)
+        if scaled is None:
+            if leaf is not None:
+                return None
+            continue
+        entries.append((k, scaled[0], scaled[1]))
+    entries.sort(key=lambda e: e[0])
+    new = _signed_sum([(p, e, False) for _, p, e in entries])
+    new = conform(as_tensor_variable(new), out, fill_from=list(node.inputs))
+    return None if new is None else [new]
+
+
 _canonicalize(local_sum_sum)
 _canonicalize(local_sum_of_alloc)
 _canonicalize(local_sum_scaled_reuse)
+_canonicalize(local_sibling_sums)
 
 
 # ---------------------------------------------------------------------------

@@ -13,8 +13,7 @@ from symgraph.tensor.shared_randomstreams import RandomStreams
 
 numpy.random.seed(0xbeef)
 rng = RandomStreams(seed=numpy.random.randint(1 << 30))
-# The tutorial also sets theano.config.warn.subtensor_merge_bug = False here; that
-# flag of Theano's is not declared in symgraph yet (see docs/theano_compat.md).
+theano.config.warn.subtensor_merge_bug = False
 
 
 def build_rbm(v, W, bv, bh, k):

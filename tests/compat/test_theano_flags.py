@@ -414,6 +414,31 @@ def test_base_compiledir_names_the_cache_folder(tmp_path):
     assert os.path.dirname(root) == str(tmp_path) and os.path.basename(root).startswith("c_")
 
 
+def test_theano_bug_warning_flags_are_accepted_and_silent():
+    names = ["argmax_pushdown_bug", "gpusum_01_011_0111_bug", "sum_sum_bug",
+             "sum_div_dimshuffle_bug", "subtensor_merge_bug", "gpu_set_subtensor1",
+             "vm_gc_bug", "signal_conv2d_interface", "reduce_join", "inc_set_subtensor1",
+             "round", "inc_subtensor1_opt", "identify_1pexp_bug"]
+    cfg = Config(environ={"SYMGRAPH_FLAGS": ",".join(f"warn.{n}=True" for n in names)},
+                 rc_paths=[])
+    assert all(getattr(cfg.warn, n) is True for n in names)
+    # Theano's defaults under warn.ignore_bug_before=0.9: only bugs fixed later warn.
+    cfg = Config(environ={}, rc_paths=[])
+    assert cfg.warn.inc_subtensor1_opt is True and cfg.warn.subtensor_merge_bug is False
+    assert cfg.warn.ignore_bug_before == "0.9"
+    cfg = Config(environ={"SYMGRAPH_FLAGS": "warn.ignore_bug_before=1.0.5"}, rc_paths=[])
+    assert cfg.warn.ignore_bug_before == "1.0.5"
+    with pytest.raises(Exception, match="warn.round"):
+        Config(environ={"SYMGRAPH_FLAGS": "warn.round=maybe"}, rc_paths=[])
+    # The tutorials' line: no warning, and the x[a:b:-1][c] results of the bug are right.
+    x = T.dvector("x")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with config.change_flags(**{"warn.subtensor_merge_bug": True}):
+            f = symgraph.function([x], x[5:1:-1][1:3])
+    np.testing.assert_array_equal(f(np.arange(8.0)), np.arange(8.0)[5:1:-1][1:3])
+
+
 def test_accepted_flags_leave_results_unchanged():
     x = T.dvector("x")
     expected = symgraph.function([x], T.exp(x).sum(), mode=PY)(np.arange(3.0))

@@ -250,6 +250,84 @@ def test_constants_moved_out_of_repeated_sums():
     assert count_op(fgraph, Sum) == 1
 
 
+def _reductions(fgraph):
+    from symgraph.opt.fuse_reduce import ReduceOfElemwise
+
+    return [n for n in fgraph.apply_nodes if isinstance(n.op, (Sum, ReduceOfElemwise))]
+
+
+def test_sibling_sums_of_one_array_are_one_pass():
+    W = T.dmatrix("W")
+    cost = 1e-4 * abs(W).sum() + 2e-4 * (W ** 2).sum()
+    fgraph = check_rewrite([W], cost, [_mat(2, (5, 7))], rtol=1e-13)
+    (node,) = _reductions(fgraph)
+    assert node.inputs == [fgraph.inputs[0]]
+    # Nested scales and subtraction: 1e-3 * (sum|W| - sum W**2) + sum(exp(W)).
+    cost = 1e-3 * (abs(W).sum() - (W ** 2).sum()) + T.exp(W).sum()
+    fgraph = check_rewrite([W], cost, [_mat(3, (4, 3))], rtol=1e-13)
+    assert len(_reductions(fgraph)) == 1
+
+
+def test_sibling_sums_over_the_same_axes_with_a_symbolic_scale():
+    W, l1 = T.dmatrix("W"), T.dscalar("l1")
+    out = l1 * abs(W).sum(axis=0) + (W ** 2).sum(axis=0) - T.tanh(W).sum(axis=0)
+    fgraph = check_rewrite([W, l1], out, [_mat(4, (6, 5)), 0.3], rtol=1e-13)
+    assert len(_reductions(fgraph)) == 1
+    # float32: one dtype throughout, the float64 scale would upcast: left alone.
+    V, c = T.fmatrix("V"), T.dscalar("c")
+    out = c * abs(V).sum() + (V ** 2).sum()
+    fgraph = check_rewrite([V, c], out, [_mat(5).astype("float32"), 0.5], rtol=1e-6)
+    assert len(_reductions(fgraph)) == 2
+
+
+def test_sibling_sums_extreme_inputs():
+    W = T.dmatrix("W")
+    for value in (EXTREME, np.full((2, 3), 1e200), np.full((2, 3), -np.inf),
+                  np.zeros((0, 3))):
+        cost = 1e-4 * abs(W).sum() + 1e-4 * (W ** 2).sum()
+        fgraph = check_rewrite([W], cost, [value], rtol=1e-13)
+        assert len(_reductions(fgraph)) == 1
+    # inf - inf across the two sums: NaN either way.
+    cost = T.exp(W).sum() - (W ** 2).sum()
+    check_rewrite([W], cost, [np.array([[np.inf, 1.0]])])
+
+
+def test_sibling_sums_left_alone():
+    W, V = T.dmatrix("W"), T.dmatrix("V")
+    # different shapes, different axes, a sum used elsewhere, integers
+    for out in (abs(W).sum() + (V ** 2).sum(),
+                abs(W).sum(axis=0) + (W ** 2).sum(axis=1).sum(),
+                abs(W).sum(axis=0) + (W.T ** 2).sum(axis=1)):
+        fgraph = check_rewrite([W, V], out, [_mat(6, (3, 3)), _mat(7, (3, 4))], rtol=1e-13)
+        assert len(_reductions(fgraph)) == 2, fgraph.toposort()
+    a = abs(W).sum()
+    fgraph = check_rewrite([W], [a + (W ** 2).sum(), a], [_mat(8)], rtol=1e-13)
+    assert len(_reductions(fgraph)) == 2
+    i = T.lmatrix("i")
+    fgraph = check_rewrite([i], abs(i).sum() + (i * i).sum(),
+                           [np.array([[2 ** 40, -3], [7, 2 ** 31]])])
+    assert len(_reductions(fgraph)) == 2
+
+
+def test_mlp_l1_l2_penalty_reads_each_weight_once_for_the_cost():
+    rng = np.random.default_rng(9)
+    x = T.dmatrix("x")
+    W1 = symgraph.shared(rng.normal(size=(4, 5)), name="W1")
+    W2 = symgraph.shared(rng.normal(size=(5, 3)), name="W2")
+    h = T.tanh(T.dot(x, W1))
+    cost = T.sum(T.dot(h, W2) ** 2) + 1e-4 * (abs(W1).sum() + abs(W2).sum()) + \
+        1e-4 * ((W1 ** 2).sum() + (W2 ** 2).sum())
+    f = symgraph.function([x], cost)
+    for w in ("W1", "W2"):
+        (w_in,) = [v for v in f.maker.fgraph.inputs if v.name == w]
+        reducers = [n for n in _reductions(f.maker.fgraph) if w_in in n.inputs]
+        assert len(reducers) == 1, f.maker.fgraph.toposort()
+    xv, w1, w2 = rng.normal(size=(6, 4)), W1.get_value(), W2.get_value()
+    expected = np.sum((np.tanh(xv @ w1) @ w2) ** 2) + 1e-4 * (
+        np.abs(w1).sum() + np.abs(w2).sum()) + 1e-4 * ((w1 ** 2).sum() + (w2 ** 2).sum())
+    np.testing.assert_allclose(f(xv), expected, rtol=1e-12)
+
+
 # -- transposes around dot ---------------------------------------------------------------------
 
 def test_transposes_around_dot():
