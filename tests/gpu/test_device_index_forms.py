@@ -175,7 +175,8 @@ def test_masks_gather_set_and_inc(rng):
     rows = T.tensor("bool", shape=(None,), name="rows")
     v = T.fvector("v")
     outs = [x[mask], x[rows], x[rows, 1:], T.set_subtensor(x[mask], v),
-            T.inc_subtensor(x[rows], 2.0), T.set_subtensor(x[rows, ::2], 0.0)]
+            T.inc_subtensor(x[rows], 2.0), T.set_subtensor(x[rows, ::2], 0.0),
+            x[x > 0.5], T.grad(T.sum(x[mask] ** 2), x)]
     dev, cpu = _compile([x, mask, rows, v], outs)
     a = rng.standard_normal((5, 4)).astype("f")
     m = a > 0
