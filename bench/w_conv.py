@@ -191,7 +191,19 @@ def w5(ctx):
     if "symgraph" in fns:
         note = "symgraph time_once graph: " + _choice(f)
         chose = " (time_once -> %s)" % ", ".join(chosen_impls(f))
-    return [Row("W5 convnet step, batch 64, float32%s" % chose, measure(ctx, fns), note=note)]
+    rows = [Row("W5 convnet step, batch 64, float32%s" % chose, measure(ctx, fns), note=note)]
+    # What users get: the algorithm flags left at their defaults (small).
+    sg = _symgraph(ctx, "W5 default flags")
+    if sg is not None:
+        params = convnet_params()
+        x, y = convnet_batch()
+        g = _build(ctx, "W5 default flags", lambda: sg.convnet_step(params, {}))
+        if g is not None:
+            g(x, y)
+            peers = {c: fn for c, fn in fns.items() if c in ("PyTorch", "JAX")}
+            label = "W5 convnet step, default flags (%s)" % ", ".join(chosen_impls(g))
+            rows.append(Row(label, measure(ctx, dict(peers, symgraph=_Call(g, x, y)))))
+    return rows
 
 
 def w5_callables(ctx, label="W5 convnet step"):

@@ -92,13 +92,17 @@ add_flag("dnn.library_path", "Folder holding libcudnn; empty means search.", Str
 add_flag("dnn.conv.algo_fwd", "Forward convolution algorithm.",
          EnumParam("small", "none", "large", "fft", "fft_tiling", "winograd", *_META_ALGOS),
          in_c_key=True)
+# The backward defaults are "small" like the forward's, not Theano's "none":
+# Theano's "none" was cuDNN's algorithm 0, fast on a GPU; symgraph's "none" is
+# the direct loop, which takes about 12 times as long as the tiled implicit GEMM
+# for the filter gradient of a typical layer (docs/nnet.md).
 add_flag("dnn.conv.algo_bwd_data", "Algorithm of the convolution gradient wrt inputs.",
-         EnumParam("none", *_BWD_ALGOS, "fft_tiling"), in_c_key=True)
+         EnumParam("small", *_BWD_ALGOS, "fft_tiling"), in_c_key=True)
 add_flag("dnn.conv.algo_bwd_filter", "Algorithm of the convolution gradient wrt weights.",
-         EnumParam("none", *_BWD_ALGOS), in_c_key=True)
+         EnumParam("small", *_BWD_ALGOS), in_c_key=True)
 # a shorthand: its effect is fully in the two flags it sets, so it stays out of the key
 add_flag("dnn.conv.algo_bwd", "Sets both dnn.conv.algo_bwd_data and algo_bwd_filter.",
-         EnumParam("none", *_BWD_ALGOS),
+         EnumParam("small", *_BWD_ALGOS),
          sets=("dnn.conv.algo_bwd_data", "dnn.conv.algo_bwd_filter"))
 add_flag("dnn.conv.precision", "Convolution accumulation dtype; as_input_f32 uses float32 "
          "for float16 inputs.", EnumParam("as_input_f32", "as_input", "float16", "float32",

@@ -48,8 +48,8 @@ def test_defaults():
     assert cfg.nan_guard.nan_is_error is True
     assert cfg.dnn.enabled == "auto"
     assert cfg.dnn.conv.algo_fwd == "small"
-    assert cfg.dnn.conv.algo_bwd_data == "none"
-    assert cfg.dnn.conv.algo_bwd_filter == "none"
+    assert cfg.dnn.conv.algo_bwd_data == "small"
+    assert cfg.dnn.conv.algo_bwd_filter == "small"
     assert cfg.dnn.conv.precision == "as_input_f32"
     assert cfg.cuda.root == "/usr/local/cuda"
     assert cfg.deterministic == "default"
@@ -374,7 +374,7 @@ def test_change_flags_restores_on_exception():
         with cfg.change_flags(floatX="float32", dnn__conv__algo_bwd="fft"):
             raise RuntimeError("boom")
     assert cfg.floatX == "float64"
-    assert cfg.dnn.conv.algo_bwd_data == cfg.dnn.conv.algo_bwd_filter == "none"
+    assert cfg.dnn.conv.algo_bwd_data == cfg.dnn.conv.algo_bwd_filter == "small"
     assert cfg.source("dnn.conv.algo_bwd_data") == "default"
 
 

@@ -117,7 +117,7 @@ def test_reference_trains(reference_losses):
 
 
 def test_trains_with_default_flags(reference_losses):
-    """The default flags (algo_fwd 'small', algo_bwd 'none'): the graph holds
+    """The default flags (algo_fwd 'small', algo_bwd 'small'): the graph holds
     the concrete ops, and the training run matches the Python one."""
     fwd = config.get("dnn.conv.algo_fwd")
     data, filt = config.get("dnn.conv.algo_bwd_data"), config.get("dnn.conv.algo_bwd_filter")
