@@ -85,6 +85,7 @@ def test_set_rows_last_repeated_index_wins(rng, dtype):
     _same(dev, cpu, a, b[:0], idx[:0])                 # empty index
     _same(dev, cpu, a, b[:1], idx[:1])                 # size 1
     _same(dev, cpu, a[::2], b[:3], np.array([2, 0, 2]))          # x not contiguous
+    _same(dev, cpu, a[:, :0], b[:, :0], idx)           # rows of no elements
     _same_error(dev, cpu, a, b[:1], np.array([6]))
     _same_error(dev, cpu, a, b[:1], np.array([-7]))
 
@@ -132,7 +133,18 @@ def test_gathers_with_slices_ints_and_arrays_apart(rng):
     _same_error(dev, cpu, a, idx, np.zeros((2, 3), "int64"))       # no broadcast
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64"])
+@pytest.mark.parametrize("dtype", ["float16", "float64", "int32", "uint8"])
+def test_gathers_in_other_dtypes(rng, dtype):
+    x = T.tensor(dtype, shape=(None, None, None), name="x")
+    i = T.lvector("i")
+    mask = T.tensor("bool", shape=(None,), name="mask")
+    dev, cpu = _compile([x, i, mask], [x[1:3, i], x[i, :, i], x[mask, ::-1]])
+    a = (rng.standard_normal((4, 5, 4)) * 50).astype(dtype)
+    _same(dev, cpu, a, np.array([3, -1, 0, 3]), np.array([True, False, True, True]))
+    _same(dev, cpu, a[::-1], np.array([1]), np.zeros(4, bool))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64", "int32"])
 def test_set_and_inc_with_slices_beside_arrays(rng, dtype):
     x = T.tensor(dtype, shape=(None, None, None), name="x")
     i = T.lvector("i")
@@ -144,7 +156,7 @@ def test_set_and_inc_with_slices_beside_arrays(rng, dtype):
     a = (rng.standard_normal((4, 5, 6)) * 4).astype(dtype)
     idx = np.array([3, -1, 0, 3])                      # 3 repeated
     val = (rng.standard_normal(6) * 4).astype(dtype)
-    exact = dtype not in ("float32", "float64")        # atomics add in any order
+    exact = dtype not in ("float32", "float64")        # float atomics add in any order
     _same(dev, cpu, a, idx, val, exact=exact)
     _same(dev, cpu, a, idx[:0], val, exact=exact)
     _same(dev, cpu, a[:, :, ::-1], idx[:1], val, exact=exact)
