@@ -1,0 +1,128 @@
+"""The vectorized float32 softmax rows (AVX-512: the maximum, an in-line exp and
+the sum in registers) at the lengths and values where vector code goes wrong:
+row lengths around the vector width, the unrolled step and the summing block,
+long rows; -inf, +inf and NaN in the vector body and in the masked tail; huge
+logits and spreads (exp underflowing to subnormals and zero); float16 and
+float64 beside them (float16 is computed in float32; float64 keeps the
+generic code).  Each against the Python ``perform``, and float32 against a
+float64 softmax of the same inputs to a few ulp (the in-line exp is within
+one ulp).  On a machine without AVX-512 the same tests check the generic code.
+"""
+
+import numpy as np
+import pytest
+
+from symgraph.backends.cpu.nnet.softmax import BLOCK, STREAM_BYTES
+from tests.native.kernel_harness import run_kernel
+from tests.native.test_nnet_c import OPS, _check, _inputs, _node
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+# 16 lanes, 64 per unrolled step, BLOCK per double-summed block
+LENGTHS = (1, 2, 7, 15, 16, 17, 31, 63, 64, 65, 100, BLOCK - 1, BLOCK, BLOCK + 1,
+           BLOCK + 64 + 7, 1000, 1024, 4099, 10 ** 5)
+
+
+def _softmax64(x):
+    """exp and sum in float64 of ``x - max`` rounded in x's type, as the
+    kernel (and perform) round it."""
+    e = np.exp((x - x.max(axis=-1, keepdims=True)).astype("float64"))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("op", OPS)
+def test_row_lengths(op, n, rng):
+    rows = 3 if n < 10 ** 5 else 1
+    x = (rng.standard_normal((rows, n)) * 5).astype("float32")
+    _check(_node(op, "float32", 2, -1), _inputs(op, x, rng))
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_float32_softmax_within_a_few_ulp_of_float64(n, rng):
+    """exp(x - m) within one ulp, the sum and the division rounding once each."""
+    rows = 4 if n < 10 ** 5 else 1
+    x = (rng.standard_normal((rows, n)) * 8).astype("float32")
+    (got,) = run_kernel(_node("softmax", "float32", 2, -1), [x])
+    want = _softmax64(x)
+    tiny = np.finfo(np.float32).tiny
+    np.testing.assert_allclose(got, want, rtol=4e-7, atol=tiny)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("op", OPS)
+def test_inf_and_nan_in_body_and_tail(op, dtype, rng):
+    """A -inf, +inf or NaN at the first element, inside an unrolled step, or in
+    the masked tail of a row of 83 (64 + 16 + 3) elements."""
+    n = 83
+    rows = []
+    for pos in (0, 37, 81):
+        for value in (-np.inf, np.inf, np.nan):
+            row = rng.standard_normal(n) * 3
+            row[pos] = value
+            rows.append(row)
+    rows += [np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.nan)]
+    x = np.array(rows, dtype=dtype)
+    node = _node(op, dtype, 2, -1)
+    _check(node, _inputs(op, x, rng))
+    if op == "softmax":
+        (got,) = run_kernel(node, [x])
+        for r, row in enumerate(x):
+            # a NaN, a +inf (inf - inf) or only -inf (-inf - -inf): all NaN
+            bad = np.isnan(row).any() or np.isposinf(row).any() or np.isneginf(row).all()
+            assert np.isnan(got[r]).all() if bad else not np.isnan(got[r]).any(), r
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("op", OPS)
+def test_large_logits_and_spreads(op, dtype, rng):
+    """Logits of 1e4 (huge in float16: +inf there), spreads that underflow
+    exp to subnormals and to zero, and rows stepping through exp's range."""
+    n = 203
+    big = 60000.0 if dtype == "float16" else 1e4
+    rows = [np.full(n, big), np.full(n, -big), rng.standard_normal(n) * big,
+            np.linspace(-120, 0, n), np.linspace(-104, -86, n), np.r_[0.0, np.full(n - 1, -87.5)]]
+    x = np.array(rows, dtype=dtype)
+    _check(_node(op, dtype, 2, -1), _inputs(op, x, rng))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+@pytest.mark.parametrize("n", (1, 7, 17, BLOCK + 65))
+@pytest.mark.parametrize("op", OPS)
+def test_other_dtypes_row_lengths(op, n, dtype, rng):
+    x = (rng.standard_normal((3, n)) * 3).astype(dtype)
+    _check(_node(op, dtype, 2, -1), _inputs(op, x, rng))
+
+
+def test_rows_keep_their_bits_wherever_they_are(rng):
+    """A row's result depends on the row only: the same in a one-row call, in a
+    large (streamed) output, reversed (gathered through the workspace), and at
+    an odd offset (unaligned loads)."""
+    n = 1031
+    x = (rng.standard_normal((1100, n)) * 4).astype("float32")
+    node = _node("softmax", "float32", 2, -1)
+    (big,) = run_kernel(node, [x])
+    (one,) = run_kernel(node, [x[7:8]])
+    np.testing.assert_array_equal(one[0], big[7])
+    (rev,) = run_kernel(node, [x[::-1][:5]])
+    np.testing.assert_array_equal(rev, big[::-1][:5])
+    buf = np.empty(3 * n + 1, dtype="float32")
+    buf[1:] = x[:3].ravel()
+    (odd,) = run_kernel(node, [buf[1:].reshape(3, n)])
+    np.testing.assert_array_equal(odd, big[:3])
+
+
+@pytest.mark.parametrize("op", ["logsoftmax", "grad"])
+def test_large_outputs_keep_their_bits(op, rng):
+    """Outputs of STREAM_BYTES or more (the gradient's stored past the cache;
+    rows of 1031 start off 64-byte boundaries): each row has the bits it has
+    in a small output, and the values match perform."""
+    shape = (1100, 1031)
+    assert np.prod(shape) * 4 >= STREAM_BYTES
+    node = _node(op, "float32", 2, -1)
+    inputs = _inputs(op, (rng.standard_normal(shape) * 4).astype("float32"), rng)
+    (big,) = run_kernel(node, inputs)
+    for rows in (slice(0, 3), slice(shape[0] - 5, shape[0])):
+        (small,) = run_kernel(node, [a[rows] for a in inputs])
+        np.testing.assert_array_equal(big[rows], small)
+    _check(node, inputs)
