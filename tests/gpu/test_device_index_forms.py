@@ -213,3 +213,61 @@ def test_gradients_through_slices_arrays_and_set(rng):
     dev, cpu = _compile([x, v, i], [cost] + T.grad(cost, [x, v]))
     a = rng.standard_normal((6, 4)).astype("f")
     _same(dev, cpu, a, rng.standard_normal(3).astype("f"), np.array([2, 0, 2, -1]), exact=False)
+
+
+# ---------------------------------------------------------------------------
+# random forms
+
+
+def _random_index(rng, shape):
+    """A random advanced index of an array of ``shape``: per dimension a whole
+    or partial slice, an int, an index array (rank 1 or 2, broadcasting with
+    the others) or, once, a boolean mask; at least one array or mask."""
+    while True:
+        index, has_mask, arrays = [], False, False
+        for size in shape:
+            kind = rng.choice(["all", "slice", "int", "array", "mask"])
+            if kind == "all":
+                index.append(slice(None))
+            elif kind == "slice":
+                step = int(rng.choice([1, 2, -1, -2]))
+                index.append(slice(int(rng.integers(-size - 1, size + 1)),
+                                   int(rng.integers(-size - 1, size + 1)), step))
+            elif kind == "int" and size > 0:
+                index.append(int(rng.integers(-size, size)))
+            elif kind == "mask" and not has_mask:
+                has_mask = True
+                index.append(rng.random(size) < 0.5)
+            elif size > 0:
+                arrays = True
+                index.append(rng.integers(-size, size, (3,) if rng.random() < 0.5 else (2, 3)))
+            else:
+                index.append(slice(None))
+        if not (arrays or has_mask):
+            continue
+        try:
+            np.zeros(shape)[tuple(index)]
+        except IndexError:                       # arrays and the mask do not broadcast
+            continue
+        return tuple(index)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_forms_gather_set_and_inc(seed):
+    rng = np.random.default_rng(seed)
+    x = T.dtensor4("x")
+    shape = (3, 4, 2, 5)
+    outs, indices = [], []
+    for _ in range(5):
+        index = _random_index(rng, shape)
+        indices.append(index)
+        picked = x[index]
+        outs += [picked, T.set_subtensor(picked, -picked * 2), T.inc_subtensor(picked, 1.5)]
+    dev, cpu = _compile([x], outs)
+    a = rng.standard_normal(shape)
+    got = _same(dev, cpu, a, exact=False)
+    for k, index in enumerate(indices):
+        np.testing.assert_allclose(got[3 * k], a[index])
+        want = a.copy()
+        want[index] = -a[index] * 2
+        np.testing.assert_allclose(got[3 * k + 1], want)
