@@ -162,11 +162,13 @@ def _number(var):
     return value
 
 
-def _linear_terms(fgraph, var, coef, out, terms, depth=0, top=False):
+def _linear_terms(fgraph, var, coef, out, terms, depth=0, top=False, is_term=None):
     """Append ``(coef, leaf)`` pairs whose sum is ``coef * var``.
 
     Goes through add, sub, neg, and mul by scales, only into nodes used once
     (else their work would be done twice) and of the output's dtype.
+    ``is_term(v)`` True: a factor ``v`` of a product is never taken for a
+    scale, even 0-d (in ``c * sum(x)`` the sum is the term).
     """
     number = _number(var)
     if number is not None:
@@ -176,22 +178,26 @@ def _linear_terms(fgraph, var, coef, out, terms, depth=0, top=False):
     inside = top or (depth < 8 and var.dtype == out.dtype and _single_client(fgraph, var))
     if inside and isinstance(node.op if node else None, Elemwise):
         op = node.op.scalar_op
+        more = {"is_term": is_term}
         if isinstance(op, sb.Add):
             for i in node.inputs:
-                _linear_terms(fgraph, i, coef, out, terms, depth + 1)
+                _linear_terms(fgraph, i, coef, out, terms, depth + 1, **more)
             return
         if isinstance(op, sb.Sub):
-            _linear_terms(fgraph, node.inputs[0], coef, out, terms, depth + 1)
-            _linear_terms(fgraph, node.inputs[1], coef.times(-1), out, terms, depth + 1)
+            _linear_terms(fgraph, node.inputs[0], coef, out, terms, depth + 1, **more)
+            _linear_terms(fgraph, node.inputs[1], coef.times(-1), out, terms, depth + 1,
+                          **more)
             return
         if isinstance(op, sb.Neg):
-            _linear_terms(fgraph, node.inputs[0], coef.times(-1), out, terms, depth + 1)
+            _linear_terms(fgraph, node.inputs[0], coef.times(-1), out, terms, depth + 1,
+                          **more)
             return
         if isinstance(op, sb.Mul):
             rest, value, factors = [], 1, []
             for i in node.inputs:
                 n = _number(i)
-                s = None if n is not None else _scalar_of(i)
+                s = None if n is not None or (is_term is not None and is_term(i)) else \
+                    _scalar_of(i)
                 if n is not None:
                     value = value * n
                 elif s is not None and (s.dtype == out.dtype or not is_discrete(out.dtype)):
@@ -203,7 +209,7 @@ def _linear_terms(fgraph, var, coef, out, terms, depth=0, top=False):
             if len(rest) == 1 and (value != 1 or factors) and value != 0 and \
                     rest[0].type.broadcastable == var.type.broadcastable:
                 _linear_terms(fgraph, rest[0], coef.times(value, factors), out, terms,
-                              depth + 1)
+                              depth + 1, **more)
                 return
     terms.append((coef, var))
 

@@ -276,60 +276,6 @@ def _is_sum(var):
     return var.owner is not None and type(var.owner.op) is Sum
 
 
-def _sum_terms(fgraph, var, coef, out, terms, depth=0, top=False):
-    """Append ``(coef, leaf)`` pairs whose sum is ``coef * var``, through add,
-    sub, neg and mul by scales, into nodes used only here.
-
-    Unlike like-term collection, a 0-d sum is never taken for a scale: in
-    ``c * sum(x)`` (both 0-d) the sum is the term and ``c`` its scale.
-    """
-    from symgraph.opt.canonicalize_algebra import _number, _scalar_of
-
-    number = _number(var)
-    if number is not None:
-        terms.append((coef.times(number), None))
-        return
-    node = var.owner
-    inside = top or (depth < 8 and var.dtype == out.dtype and _single_client(fgraph, var))
-    op = node.op.scalar_op if inside and node is not None and \
-        isinstance(node.op, Elemwise) else None
-    if isinstance(op, sb.Add):
-        for i in node.inputs:
-            _sum_terms(fgraph, i, coef, out, terms, depth + 1)
-        return
-    if isinstance(op, sb.Sub):
-        _sum_terms(fgraph, node.inputs[0], coef, out, terms, depth + 1)
-        _sum_terms(fgraph, node.inputs[1], coef.times(-1), out, terms, depth + 1)
-        return
-    if isinstance(op, sb.Neg):
-        _sum_terms(fgraph, node.inputs[0], coef.times(-1), out, terms, depth + 1)
-        return
-    if isinstance(op, sb.Mul):
-        value, factors, rest = 1, [], []
-        for i in node.inputs:
-            n = _number(i)
-            if n is not None:
-                value = value * n
-            elif _is_sum(i) or owner_if(i, *_LINEAR) is not None or \
-                    not all(i.type.broadcastable):
-                rest.append(i)
-            else:
-                factors.append(_scalar_of(i) or i)
-        if len(rest) > 1 and var.ndim == 0:
-            # c * sum(x) with a 0-d c that is itself computed: the sum is the term.
-            sums = [i for i in rest if _is_sum(i)]
-            if len(sums) == 1:
-                factors += [i for i in rest if i is not sums[0]]
-                rest = sums
-        # A zero scale stays a term of its own (x + 0*x is NaN for infinite x).
-        if len(rest) == 1 and value != 0 and \
-                rest[0].type.broadcastable == var.type.broadcastable and \
-                all(f.dtype == out.dtype and f.ndim == 0 for f in factors):
-            _sum_terms(fgraph, rest[0], coef.times(value, factors), out, terms, depth + 1)
-            return
-    terms.append((coef, var))
-
-
 @node_rewriter([sb.Add, sb.Sub])
 def local_sibling_sums(fgraph, node):
     """``a*sum(f(x), axes) + b*sum(g(x), axes) -> sum(a*f(x) + b*g(x), axes)``
@@ -338,14 +284,16 @@ def local_sibling_sums(fgraph, node):
     Scales are constants or 0-d values of the result's dtype; each sum must be
     used only by this expression (else it is computed anyway).
     """
-    from symgraph.opt.canonicalize_algebra import _Coef, _signed_sum
+    from symgraph.opt.canonicalize_algebra import _Coef, _linear_terms, _signed_sum
     from symgraph.tensor.basic import as_tensor_variable
 
     out = node.outputs[0]
     if not out.dtype.startswith("float"):
         return None
     terms = []
-    _sum_terms(fgraph, out, _Coef(1), out, terms, top=True)
+    # A 0-d sum, or a 0-d sum of sums, is a term, never a scale.
+    _linear_terms(fgraph, out, _Coef(1), out, terms, top=True,
+                  is_term=lambda v: _is_sum(v) or owner_if(v, *_LINEAR) is not None)
     sf = shape_feature(fgraph)
     groups = []  # [sum op, [(coef, summed array)], first term index]
     rest = []
