@@ -210,7 +210,7 @@ _YB = """static __device__ __forceinline__ int64_t SG_FN(yb)(int64_t j, int pb, 
 """
 
 
-def _geometry(ix, nb_total):
+def _geometry(ix):
     """Host C filling the walk's arguments from the CPU checks' ``ishape``,
     ``ixs`` (and ``ys`` where there is a value)."""
     pb = ix.layout.index(("b", 0))
@@ -224,10 +224,12 @@ def _geometry(ix, nb_total):
         if (p >= pb + nb) ninner *= ishape[p];
     }}
     for (int q = 0; q < nb; q++) bsh.s[q] = bshape[q];
-    (void)ysd; (void){nb_total};"""
+    (void)ysd;"""
 
 
 def _launch(kernel, args, what):
+    """Host C launching the walk ``kernel`` over (lead, table or groups, inner)
+    with its last arguments ``args``, then giving the table's scratch back."""
     return f"""    if (nlead > 0 && G > 0 && ninner > 0) {{
         int64_t blocks = (nlead * G * ninner + {BLOCK} - 1) / {BLOCK};
         if (blocks > 4096) blocks = 4096;
@@ -265,7 +267,7 @@ def advanced_gather_lowering(op, node):
 {ix.bounds()}
     if (bsize == 0) return 0;
 {_table_code(ix, "(&in[0])", name, grouped=False)}
-{_geometry(ix, "bsize")}
+{_geometry(ix)}
 {_launch("gather", f"in[0].data + fixed, ({T} *)out[0].data", "the device gather")}"""
     kernels = f"""
 __global__ void SG_FN(gather)({_PARAMS}, const char *x, {T} *out) {{
@@ -364,7 +366,7 @@ __global__ void SG_FN(update)({_PARAMS}, const char *y, char *out) {{
 {_value_check(op, node, "ishape", ix.ndim)}
     if (bsize == 0) return 0;
 {_table_code(ix, "(&out[0])", name, grouped=grouped)}
-{_geometry(ix, "bsize")}
+{_geometry(ix)}
     for (int p = 0; p < nd; p++) ysd.s[p] = ys[p];
 {_launch("update", "in[1].data, out[0].data + fixed", what)}"""
     return _kernel(ix, kernels, run, shape)

@@ -53,10 +53,6 @@ _KIND = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint8": 4, "uint16": 5,
          "uint64": 7}
 
 
-def _kinds(index_inputs):
-    return "{" + ", ".join(str(_KIND[str(v.dtype)]) for v in index_inputs) + "}"
-
-
 _STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
 
 
