@@ -126,3 +126,23 @@ def test_large_outputs_keep_their_bits(op, rng):
         (small,) = run_kernel(node, [a[rows] for a in inputs])
         np.testing.assert_array_equal(big[rows], small)
     _check(node, inputs)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_threads_parts_of_a_large_output_keep_the_serial_bits(op, rng):
+    """With threads, each thread's rows of a large output are stored past the
+    cache as the whole output would be (SG_NN_LARGE): the bits of the serial
+    call."""
+    import symgraph
+    from symgraph.backends.native.linker import node_kernel
+
+    shape = (1100, 1031)
+    with symgraph.config.change_flags(openmp=True, openmp_softmax_minsize=0):
+        node = _node.__wrapped__(op, "float32", 2, -1)
+        kernel = node_kernel(node)
+    assert kernel.openmp and "SG_NN_LARGE" in kernel.source
+    inputs = _inputs(op, (rng.standard_normal(shape) * 4).astype("float32"), rng)
+    serial = run_kernel(_node(op, "float32", 2, -1), inputs)
+    with symgraph.config.change_flags(openmp=True, openmp_softmax_minsize=0):
+        parallel = run_kernel(node, inputs, kernel=kernel)
+    np.testing.assert_array_equal(parallel[0], serial[0])

@@ -65,6 +65,8 @@ maximum NaN, hence the whole row; a row of -inf, or one holding +inf, gives
 
 from string import Template
 
+import numpy as np
+
 from symgraph.backends.c_family.c_types import FLOAT_SUFFIXES as _DTYPES
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
@@ -76,7 +78,7 @@ from symgraph.backends.c_family.c_files import c_file
 __all__ = ["nnet_kernel", "BLOCK", "COLS", "PANEL_BYTES", "STREAM_BYTES"]
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 4
+VERSION = 5
 #: Elements per block of the exp-and-sum pass (their sum is added in double).
 BLOCK = 256
 
@@ -88,7 +90,8 @@ PANEL_BYTES = 2048 * 1024
 #: stores (4096x1024 float32: 4.8 to 3.9 ms on one thread).
 STREAM_BYTES = 4 * 1024 * 1024
 
-#: The op codes of the driver's ``op`` argument.
+#: The op codes of the driver's ``op`` argument (OR-ed with ``SG_NN_LARGE``,
+#: 4, for a thread's part of an output of ``STREAM_BYTES`` or more).
 SOFTMAX, LOG_SOFTMAX, GRAD = 0, 1, 2
 
 #: Per storage dtype: (suffix of the C names, compute type's suffix).
@@ -193,9 +196,14 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
                      "        grain = grain < 16 ? 16 : grain > SG_NN_COLS ? SG_NN_COLS : grain")
         else:
             grain = "1"
+        # Each thread's slice is small, but together they stream: a part of a
+        # large output says so (SG_NN_LARGE) and is stored past the cache too.
+        part_run = (f"sg_nn_run_{_DTYPES[dtype][0]}({code} | large, "
+                    f"{-1 if axis is None else axis}")
         source += _PARALLEL_RUN.substitute(
-            RUN=run, NIN=nin, NAME=name, SPLIT=split, GRAIN=grain, AXIS=axis,
-            MINPAR=int(config.openmp_softmax_minsize))
+            RUN=run, PART_RUN=part_run, NIN=nin, NAME=name, SPLIT=split, GRAIN=grain,
+            AXIS=axis, MINPAR=int(config.openmp_softmax_minsize),
+            ITEM=np.dtype(dtype).itemsize)
     else:
         source += f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return {run}, in, {nin}, out, "{name}", err);
