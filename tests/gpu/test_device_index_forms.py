@@ -8,6 +8,7 @@ import pytest
 
 import symgraph
 import symgraph.tensor as T
+from symgraph.backends.cuda.advanced import advanced_update_lowering
 from symgraph.gpu import placement_report
 from symgraph.ops.device_op import OnDevice
 from tests.gpu.device_flags import DEVICE
@@ -175,6 +176,21 @@ def test_inc_without_atomics_is_the_cpu_exactly(rng):
     b = np.arange(7, dtype="int8")
     idx = rng.integers(0, 7, 500)
     _same(dev, cpu, a, b, idx)
+
+
+def test_deterministic_more_adds_float32_in_the_cpu_order(rng):
+    x = T.fmatrix("x")
+    v = T.fmatrix("v")
+    i = T.lvector("i")
+    with symgraph.config.change_flags(deterministic="more"):
+        dev, cpu = _compile([x, v, i], T.inc_subtensor(x[i, 1:], v))
+    a = rng.standard_normal((5, 40)).astype("f")
+    idx = rng.integers(-5, 5, 700)                     # every row many times
+    _same(dev, cpu, a, rng.standard_normal((700, 39)).astype("f"), idx)
+    node = T.inc_subtensor(x[i, 1:], v).owner
+    assert "atomicAdd" in advanced_update_lowering(node.op, node).source
+    with symgraph.config.change_flags(deterministic="more"):
+        assert "atomicAdd" not in advanced_update_lowering(node.op, node).source
 
 
 # ---------------------------------------------------------------------------

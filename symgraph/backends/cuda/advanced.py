@@ -25,9 +25,10 @@ Updates:
 - adding with device atomics (float32, float64, int32): one atomic add per
   indexed element, no sorting; repeated indices accumulate in an unspecified
   order (float sums can differ from the CPU's in the last bits).
-- adding in other dtypes (float16, int64, the small ints, bool): the sorted
-  table again, one thread per target adding its entries in the CPU's order,
-  rounding float16 after each add: the CPU's result exactly.
+- adding in other dtypes (float16, int64, the small ints, bool), and in every
+  dtype under the flag ``deterministic=more`` (Theano's meaning: no atomics):
+  the sorted table again, one thread per target adding its entries in the
+  CPU's order, rounding float16 after each add: the CPU's result exactly.
 """
 
 from symgraph.backends.c_family.c_text import c_string
@@ -306,7 +307,11 @@ def advanced_update_lowering(op, node):
     dtype, n = str(x.dtype), x.ndim
     T = storage_type(dtype)
     name = c_string(op, printf=True, limit=80)
-    atomic = not op.set_instead_of_inc and dtype in ATOMIC_DTYPES
+    from symgraph.config import config
+
+    # Theano's deterministic=more: no atomics, the CPU's order of the adds
+    atomic = (not op.set_instead_of_inc and dtype in ATOMIC_DTYPES
+              and config.deterministic != "more")
     grouped = not atomic
     if op.set_instead_of_inc:
         body = f"""        const int64_t last = tab[groups + g + 1] - 1;    /* the group's last entry */
