@@ -166,6 +166,24 @@ def test_a_large_function_is_split_over_the_cores(monkeypatch):
         assert len({prefix for _, prefix in group}) == len(group)
 
 
+def test_libraries_are_balanced_by_compile_weight(monkeypatch):
+    """Reduction kernels cost the compiler about twice as much per character:
+    two of them and much element-wise C split one reduction per library, where
+    by characters alone both reductions would share one."""
+    import dataclasses
+
+    from symgraph.backends.cpu.reduce.codegen import COMPILE_WEIGHT
+
+    monkeypatch.setattr(linker, "_cores", lambda: 2)
+    heavy = dataclasses.replace(_kernel(14000), compile_weight=COMPILE_WEIGHT)
+    missing = {"r0": heavy, "r1": dataclasses.replace(heavy, source=heavy.source + " "),
+               **{f"e{i}": _kernel(13000 + i) for i in range(3)}}
+    groups = linker._groups(missing)
+    assert len(groups) == 2
+    assert [sum(k.startswith("r") for k, _ in g) for g in groups] == [1, 1]
+    assert heavy == _kernel(14000)       # the weight is not part of a kernel's identity
+
+
 def test_kernels_sharing_support_code_share_a_library(monkeypatch):
     monkeypatch.setattr(linker, "_cores", lambda: 2)
     missing = {}

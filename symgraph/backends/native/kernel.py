@@ -44,6 +44,9 @@ class CKernel:
     ``openmp``: compile this kernel's library with OpenMP.
     ``version``: bump to invalidate cached builds when the generator changes
     in a way the source text would not show.
+    ``compile_weight``: the compiler's time per character of ``source``
+    relative to an element-wise kernel's (the linker balances the libraries
+    it compiles at once by it); not part of the kernel's identity.
     """
 
     source: str
@@ -56,3 +59,4 @@ class CKernel:
     openmp: bool = False
     version: int = 1
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    compile_weight: float = field(default=1.0, compare=False)

@@ -335,6 +335,11 @@ def _cores():
 BALANCE_SLACK = 0.1
 
 
+def _weighted(kernel):
+    """A kernel's estimated compile cost, in characters of element-wise C."""
+    return len(kernel.source) * kernel.compile_weight
+
+
 def _partition(kernels, n_groups):
     """``kernels`` ([(key, CKernel)], largest first) split into ``n_groups`` lists,
     and the estimated cost of the costliest one.
@@ -351,14 +356,14 @@ def _partition(kernels, n_groups):
     unique_support = {}
     for _, kernel in kernels:
         unique_support.update(kernel.support)
-    total = (n_groups * LIBRARY_OVERHEAD_CHARS + sum(len(k.source) for _, k in kernels)
+    total = (n_groups * LIBRARY_OVERHEAD_CHARS + sum(_weighted(k) for _, k in kernels)
              + sum(len(code) for code in unique_support.values()))
     limit = total / n_groups * (1.0 + BALANCE_SLACK)
     groups = [([], set(), LIBRARY_OVERHEAD_CHARS) for _ in range(n_groups)]
     for key, kernel in kernels:
         options = []
         for index, (members, support, cost) in enumerate(groups):
-            added = len(kernel.source) + sum(
+            added = _weighted(kernel) + sum(
                 len(code) for name, code in kernel.support if name not in support)
             options.append((index, added, cost + added))
         fitting = [o for o in options if o[2] <= limit]
@@ -387,7 +392,7 @@ def _groups(missing):
     the same function at once wait for one another's build).
     """
     kernels = sorted(missing.items(),
-                     key=lambda item: (-len(item[1].source), item[0]))
+                     key=lambda item: (-_weighted(item[1]), item[0]))
     limit = max(1, min(_cores(), len(kernels)))
     groups, cost = _partition(kernels, 1)
     for n_groups in range(2, limit + 1):
