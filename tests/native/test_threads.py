@@ -276,3 +276,40 @@ def test_batch_norm_gives_the_same_bits_on_any_thread_count():
     _same_bits(f, RNG.standard_normal((7, 5, 9, 11)).astype("float32") * 3 + 1,
                RNG.standard_normal((1, 5, 1, 1)).astype("float32"),
                RNG.standard_normal((1, 5, 1, 1)).astype("float32"))
+
+
+def test_prefetch_and_library_from_many_threads_at_once(monkeypatch):
+    """A thread asking for the library while another one's prefetch is starting
+    its loader waits for it (joining a thread not yet started used to raise)."""
+    import threading as th
+
+    real_start = th.Thread.start
+
+    def slow_start(self):
+        # Widen the window between the loader's creation and its start.
+        import time
+
+        time.sleep(0.01)
+        real_start(self)
+
+    for _ in range(3):
+        monkeypatch.setattr(threads, "_state", {"lib": None, "tried": False, "pending": None,
+                                          "blas": threads._state["blas"]})
+        monkeypatch.setattr(threads, "_load", lambda: "loaded")
+        monkeypatch.setattr(th.Thread, "start", slow_start)
+        errors, results = [], []
+
+        def ask():
+            try:
+                threads.prefetch()
+                results.append(threads.library())
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+
+        workers = [th.Thread(target=ask) for _ in range(6)]
+        for w in workers:
+            real_start(w)
+        for w in workers:
+            w.join()
+        monkeypatch.setattr(th.Thread, "start", real_start)
+        assert not errors and results == ["loaded"] * 6

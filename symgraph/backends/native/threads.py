@@ -357,8 +357,11 @@ def prefetch():
         if _state["tried"] or _state["pending"] is not None:
             return
         thread = threading.Thread(target=library, name="symgraph-threads", daemon=True)
+        # Started under the lock: another thread that finds it pending joins it,
+        # and joining a thread not yet started raises.  (start() returns once
+        # the thread runs; its library() then waits for this lock.)
+        thread.start()
         _state["pending"] = thread
-    thread.start()
 
 
 def _sync(lib):
