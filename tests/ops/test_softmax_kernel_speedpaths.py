@@ -66,18 +66,25 @@ def test_float32_softmax_within_a_few_ulp_of_float64(n, rng):
     np.testing.assert_allclose(got, want, rtol=4e-7 if FAST_ROWS else 1e-6, atol=tiny)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("op", OPS)
-def test_inf_and_nan_in_body_and_tail(op, dtype, rng):
-    """A -inf, +inf or NaN at the first element, inside an unrolled step, or in
-    the masked tail of a row of 83 (64 + 16 + 3) elements."""
-    n = 83
+def _special_rows(rng, n):
+    """Rows of ``n`` with a -inf, +inf or NaN at the first element, inside an
+    unrolled step and in the tail (positions 0, 37, 81)."""
     rows = []
     for pos in (0, 37, 81):
         for value in (-np.inf, np.inf, np.nan):
             row = rng.standard_normal(n) * 3
             row[pos] = value
             rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("op", OPS)
+def test_inf_and_nan_in_body_and_tail(op, dtype, rng):
+    """A -inf, +inf or NaN at the first element, inside an unrolled step, or in
+    the masked tail of a row of 83 (64 + 16 + 3) elements."""
+    n = 83
+    rows = _special_rows(rng, n)
     rows += [np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.nan)]
     x = np.array(rows, dtype=dtype)
     node = _node(op, dtype, 2, -1)
@@ -251,12 +258,7 @@ def test_avx2_rows_special_values_match_the_avx512_bits(row_libraries, rng):
     shorter than a block: the same sums) the bits of the 16-lane code, whose
     exp the 8-lane code reproduces."""
     n = 83
-    rows = []
-    for pos in (0, 37, 81):
-        for value in (-np.inf, np.inf, np.nan):
-            row = rng.standard_normal(n) * 3
-            row[pos] = value
-            rows.append(row)
+    rows = _special_rows(rng, n)
     rows += [np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.nan), np.full(n, 1e4),
              np.full(n, -1e4), np.linspace(-120, 0, n), np.linspace(-104, -86, n),
              np.r_[0.0, np.full(n - 1, -87.5)], np.r_[0.0, np.full(n - 1, -103.5)]]
