@@ -35,6 +35,7 @@ from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import has_c_type
 from symgraph.backends.cuda import scratch
 from symgraph.backends.cuda.types import storage_type
+from symgraph.backends.cuda.index import STRIDES, strided_copy_kernel
 
 __all__ = ["advanced_reason", "advanced_gather_lowering", "advanced_update_lowering",
            "MAX_DIMS", "ATOMIC_DTYPES"]
@@ -47,7 +48,6 @@ ATOMIC_DTYPES = ("float32", "float64", "int32")
 
 BLOCK = 256
 
-_STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
 
 
 def _index(op, node, first):
@@ -248,7 +248,7 @@ def _kernel(ix, kernels, run, shape):
 
     from symgraph.backends.cpu.shape.codegen import kernel
 
-    k = kernel(run, shape=shape, support=ix.support(_STRIDES, scratch.SUPPORT),
+    k = kernel(run, shape=shape, support=ix.support(STRIDES, scratch.SUPPORT),
                headers=("<stdlib.h>", "<string.h>"), symbols=scratch.SYMBOLS, version=1)
     return dataclasses.replace(k, source=ix.head() + kernels + k.source)
 
@@ -334,16 +334,7 @@ def advanced_update_lowering(op, node):
         what = "the device inc_subtensor"
     kernels = f"""{_SORT if grouped else ""}
 {_YB}
-__global__ void SG_FN(copy)(int64_t total, int n, const char *x, sg_cuda_strides st,
-                            sg_cuda_strides shape, {T} *out) {{
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
-         j += (int64_t)blockDim.x * gridDim.x) {{
-        int64_t rem = j, off = 0;
-        for (int d = n - 1; d >= 0; d--) {{ off += (rem % shape.s[d]) * st.s[d]; rem /= shape.s[d]; }}
-        out[j] = *(const {T} *)(x + off);
-    }}
-}}
-
+{strided_copy_kernel("copy", T)}
 __global__ void SG_FN(update)({_PARAMS}, const char *y, char *out) {{
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < lead * groups * inner;
          e += (int64_t)blockDim.x * gridDim.x) {{{_WALK}

@@ -16,7 +16,8 @@ from symgraph.backends.c_family.c_types import has_c_type
 from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["index_reason", "alloc_lowering", "inc_subtensor_lowering", "MAX_DIMS"]
+__all__ = ["index_reason", "strided_copy_kernel", "STRIDES", "alloc_lowering",
+           "inc_subtensor_lowering", "MAX_DIMS"]
 
 MAX_DIMS = 8
 BLOCK = 256
@@ -53,7 +54,27 @@ _KIND = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint8": 4, "uint16": 5,
          "uint64": 7}
 
 
-_STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
+#: Support code: the by-value array of per-dimension sizes or byte strides
+#: that the device kernels take.
+STRIDES = ("sg_cuda_strides_v1", "typedef struct { int64_t s[8]; } sg_cuda_strides;\n")
+
+
+def strided_copy_kernel(name, T):
+    """CUDA of ``SG_FN(name)(total, n, src, st, shape, out)``: the contiguous
+    ``out`` (``total`` elements of type ``T``, ``n`` dims of sizes ``shape``)
+    read from ``src`` with byte strides ``st`` (0: broadcast); needs
+    ``STRIDES`` in the kernel's support code."""
+    return f"""
+__global__ void SG_FN({name})(int64_t total, int n, const char *src, sg_cuda_strides st,
+                              sg_cuda_strides shape, {T} *out) {{
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (int64_t)blockDim.x * gridDim.x) {{
+        int64_t rem = j, off = 0;
+        for (int k = n - 1; k >= 0; k--) {{ off += (rem % shape.s[k]) * st.s[k]; rem /= shape.s[k]; }}
+        out[j] = *(const {T} *)(src + off);
+    }}
+}}
+"""
 
 
 def alloc_lowering(op, node):
@@ -64,17 +85,7 @@ def alloc_lowering(op, node):
     value, out = node.inputs[0], node.outputs[0]
     n, lead = out.ndim, out.ndim - node.inputs[0].ndim
     T = storage_type(out.dtype)
-    source = f"""
-__global__ void SG_FN(kernel)(int64_t total, int n, const char *v, sg_cuda_strides vst,
-                              sg_cuda_strides shape, {T} *out) {{
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
-         j += (int64_t)blockDim.x * gridDim.x) {{
-        int64_t rem = j, off = 0;
-        for (int k = n - 1; k >= 0; k--) {{ off += (rem % shape.s[k]) * vst.s[k]; rem /= shape.s[k]; }}
-        out[j] = *(const {T} *)(v + off);
-    }}
-}}
-
+    source = strided_copy_kernel("kernel", T) + f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     for (int d = 0; d < {n}; d++) {{
         int64_t size = sg_cuda_read_index(in[1 + d].data, IDX_KIND_SHAPE[d]);
@@ -111,7 +122,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         if n else "{0}"
     source = f"static const int SG_FN(kinds)[] = {kinds};\n#define IDX_KIND_SHAPE SG_FN(kinds)\n" \
         + source + "\n#undef IDX_KIND_SHAPE\n"
-    return CKernel(source=source, support=(_READ_INDEX, _STRIDES), version=1)
+    return CKernel(source=source, support=(_READ_INDEX, STRIDES), version=1)
 
 
 def inc_subtensor_lowering(op, node):
