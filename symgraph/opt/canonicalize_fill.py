@@ -294,37 +294,41 @@ def local_sibling_sums(fgraph, node):
     # A 0-d sum, or a 0-d sum of sums, is a term, never a scale.
     _linear_terms(fgraph, out, _Coef(1), out, terms, top=True,
                   is_term=lambda v: _is_sum(v) or owner_if(v, *_LINEAR) is not None)
-    sf = shape_feature(fgraph)
-    groups = []  # [sum op, [(coef, summed array)], first term index]
-    rest = []
-    for k, (coef, leaf) in enumerate(terms):
+
+    def summed(leaf):
         owner = None if leaf is None else leaf.owner
-        summed = owner is not None and type(owner.op) is Sum and \
+        return owner is not None and type(owner.op) is Sum and \
             _single_client(fgraph, leaf) and owner.inputs[0].dtype == out.dtype and \
             leaf.dtype == out.dtype
-        if summed:
-            x = owner.inputs[0]
-            for group in groups:
-                if group[0] == owner.op and _same_shape(sf, group[1][0][1], x):
-                    group[1].append((coef, x))
-                    break
-            else:
-                groups.append([owner.op, [(coef, x)], k])
-                continue
-            continue
-        rest.append((k, coef, leaf))
-    if not any(len(g[1]) > 1 for g in groups):
+
+    sums, rest = [], []
+    for k, (coef, leaf) in enumerate(terms):
+        (sums if summed(leaf) else rest).append((k, coef, leaf))
+    if len(sums) < 2:
+        return None
+    sf = shape_feature(fgraph)
+    groups = []  # (sum op, its summed array, [(term index, coef, leaf)])
+    for k, coef, leaf in sums:
+        op, x = leaf.owner.op, leaf.owner.inputs[0]
+        for group in groups:
+            if group[0] == op and _same_shape(sf, group[1], x):
+                group[2].append((k, coef, leaf))
+                break
+        else:
+            groups.append((op, x, [(k, coef, leaf)]))
+    if all(len(members) == 1 for _, _, members in groups):
         return None
     dtype = out.dtype
     entries = []  # (term index, positive?, expression)
-    for op, members, k in groups:
+    for op, _, members in groups:
         if len(members) == 1:
-            rest.append((k, members[0][0], op(members[0][1])))
+            rest += members
             continue
-        scaled = [_scaled_term(c, x, dtype) for c, x in members]
+        scaled = [_scaled_term(c, leaf.owner.inputs[0], dtype) for _, c, leaf in members]
         if any(s is None for s in scaled):
             return None
-        entries.append((k, True, op(_signed_sum([(p, e, False) for p, e in scaled]))))
+        entries.append((members[0][0], True,
+                        op(_signed_sum([(p, e, False) for p, e in scaled]))))
     for k, coef, leaf in rest:
         scaled = _scaled_term(coef, leaf, dtype)
         if scaled is None:
