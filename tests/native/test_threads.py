@@ -313,3 +313,28 @@ def test_prefetch_and_library_from_many_threads_at_once(monkeypatch):
             w.join()
         monkeypatch.setattr(th.Thread, "start", real_start)
         assert not errors and results == ["loaded"] * 6
+
+
+def test_prefetch_does_not_wait_for_the_build_it_started(monkeypatch):
+    """The compile of kernels goes on while the thread library builds: a second
+    prefetch (one per BLAS node) returns at once instead of waiting for it."""
+    import threading as th
+
+    entered, release = th.Event(), th.Event()
+
+    def slow_load():
+        entered.set()
+        release.wait(2)
+        return "loaded"
+
+    monkeypatch.setattr(threads, "_state", {"lib": None, "tried": False, "pending": None,
+                                            "blas": threads._state["blas"]})
+    monkeypatch.setattr(threads, "_load", slow_load)
+    threads.prefetch()
+    assert entered.wait(10)
+    threads.prefetch()
+    threads.prefetch()
+    returned_while_building = not threads._state["tried"]
+    release.set()
+    assert returned_while_building
+    assert threads.library() == "loaded"

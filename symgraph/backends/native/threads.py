@@ -84,7 +84,10 @@ _BLAS_CONTROLS = (
 _SOURCE = '#include "cpu/threads/sg_threads.c"\n'
 #: The BLAS routines symgraph's kernels call, each through a wrapper.
 ROUTINES = tuple(p + r for p in "sd" for r in ("gemm", "gemv", "dot", "ger"))
+#: Guards _state; held only for a moment, so prefetch() never waits behind a
+#: compile (the loader holds _load_lock while it builds the library).
 _lock = threading.Lock()
+_load_lock = threading.Lock()
 _state = {"lib": None, "tried": False, "pending": None, "blas": None}
 
 
@@ -338,16 +341,19 @@ def library():
         pending = _state["pending"]
     if pending is not None and pending is not threading.current_thread():
         pending.join()
-    with _lock:
-        if not _state["tried"]:
-            _state["tried"] = True
-            try:
-                _state["lib"] = _load()
-            except Exception as exc:  # noqa: BLE001 - BLAS is then called directly
-                _log.info("symgraph's thread library is not available (%s): BLAS "
-                          "routines are called directly", exc)
-                _state["lib"] = None
-        return _state["lib"]
+    with _load_lock:
+        with _lock:
+            if _state["tried"]:
+                return _state["lib"]
+        try:
+            lib = _load()
+        except Exception as exc:  # noqa: BLE001 - BLAS is then called directly
+            _log.info("symgraph's thread library is not available (%s): BLAS "
+                      "routines are called directly", exc)
+            lib = None
+        with _lock:
+            _state["lib"], _state["tried"] = lib, True
+        return lib
 
 
 def prefetch():
@@ -359,7 +365,7 @@ def prefetch():
         thread = threading.Thread(target=library, name="symgraph-threads", daemon=True)
         # Started under the lock: another thread that finds it pending joins it,
         # and joining a thread not yet started raises.  (start() returns once
-        # the thread runs; its library() then waits for this lock.)
+        # the thread runs; it builds under _load_lock, not this one.)
         thread.start()
         _state["pending"] = thread
 
