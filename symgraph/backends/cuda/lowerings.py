@@ -8,8 +8,8 @@ rewrite whether a host node can move, and why not.
 
 from symgraph.backends.lowering import lowering_rule, register_lowering
 from symgraph.ops import (advanced_subtensor, alloc, blas, bn, conv_algorithms, elemwise, gemm,
-                          join, mrg, nnet, nnet_loss, pool, pool_argmax, pool_grad, reduce,
-                          shape, subtensor, transfer)
+                          join, mrg, nnet, nnet_loss, pool, pool_argmax, pool_dynamic, pool_grad,
+                          reduce, shape, subtensor, transfer)
 from symgraph.opt.fuse_reduce import ReduceOfElemwise
 from symgraph.opt.placement_support import register_device_support
 
@@ -64,6 +64,8 @@ _TABLE = [
     (pool_grad.MaxPoolGrad, _G + "pool:pool_lowering"),
     (pool_grad.AveragePoolGrad, _G + "pool:pool_lowering"),
     (pool_grad.DownsampleFactorMaxGradGrad, _G + "pool:pool_lowering"),
+    (pool_dynamic.PoolDynamic, _G + "pool:pool_lowering"),
+    (pool_dynamic.PoolDynamicGrad, _G + "pool:pool_lowering"),
     (bn.AbstractBatchNormTrain, _G + "batchnorm:batchnorm_lowering"),
     (bn.AbstractBatchNormTrainGrad, _G + "batchnorm:batchnorm_lowering"),
     (bn.AbstractBatchNormInference, _G + "batchnorm:batchnorm_lowering"),
@@ -118,7 +120,8 @@ def device_reason(node):
         from symgraph.backends.cuda.shape import reshape_reason
 
         return reshape_reason(node)
-    if isinstance(node.op, pool.PoolBase):
+    if isinstance(node.op, (pool.PoolBase, pool_dynamic.PoolDynamic,
+                            pool_dynamic.PoolDynamicGrad)):
         from symgraph.backends.cuda.pool import pool_reason
 
         return pool_reason(node)
@@ -142,6 +145,10 @@ def host_inputs(node):
                             join.Split,
                             advanced_subtensor.AdvancedSubtensor, mrg.MRGUniform)):
         return range(1, len(node.inputs))
+    if isinstance(node.op, (pool_dynamic.PoolDynamic, pool_dynamic.PoolDynamicGrad)):
+        from symgraph.backends.cuda.pool import pool_host_inputs
+
+        return pool_host_inputs(node)
     if isinstance(node.op, (conv_algorithms.DnnConvGradI, conv_algorithms.DnnConvGradW)):
         return (2,)
     if isinstance(node.op, (advanced_subtensor.AdvancedIncSubtensor, subtensor.IncSubtensor)):

@@ -5,8 +5,11 @@ and the gradients ``MaxPoolGrad``, ``MaxPoolGradFromArgmax``,
 
 The host part (the pooled shape, the checks of the pooled operands and their
 messages) is the CPU kernels' (``c_src/cpu/pool/geometry.inc``); the window
-parameters are the op's, static.  Pooling with a symbolic window
-(``PoolDynamic``) stays on the host: its window is a run-time value.
+parameters are the op's, static.  ``PoolDynamic`` and ``PoolDynamicGrad``
+(a symbolic window, ``ops/pool_dynamic.py``) run the same kernels: their
+window, stride and padding are int64 vectors that stay on the host
+(``pool_host_inputs``), read and checked when each call starts, with the
+messages of the static op the CPU builds from them (``_DYNAMIC``).
 """
 
 from symgraph.backends.c_family.c_files import c_file
@@ -16,7 +19,7 @@ from symgraph.backends.cpu.pool.forward import _GEOMETRY, _Gen
 from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["pool_reason", "pool_lowering"]
+__all__ = ["pool_reason", "pool_lowering", "pool_host_inputs"]
 
 VERSION = 1
 BLOCK = 256
@@ -30,14 +33,24 @@ _KERNELS = (f"sg_cuda_pool_v{VERSION}", c_file("cuda/pool.inc"))
 # (kernel, output with x's shape?) per op class name; the inputs' roles are in _run.
 _KINDS = {"Pool": "forward", "MaxPoolWithArgmax": "forward", "MaxPoolGrad": "grad",
           "MaxPoolGradFromArgmax": "grad", "AveragePoolGrad": "grad",
-          "DownsampleFactorMaxGradGrad": "gather", "MaxPoolArgmaxGather": "gather"}
+          "DownsampleFactorMaxGradGrad": "gather", "MaxPoolArgmaxGather": "gather",
+          "PoolDynamic": "forward", "PoolDynamicGrad": "grad"}
+
+#: The first of the (ws, stride, pad) inputs of the ops with a symbolic window.
+_WINDOW_INPUT = {"PoolDynamic": 1, "PoolDynamicGrad": 3}
+
+
+def pool_host_inputs(node):
+    """The window, stride and padding of a symbolic-window pooling: read on the host."""
+    first = _WINDOW_INPUT.get(type(node.op).__name__)
+    return () if first is None else range(first, first + 3)
 
 
 def pool_reason(node):
     """None when the pooling ``node`` runs on the device, else why not."""
     x = node.inputs[0]
     if type(node.op).__name__ not in _KINDS:
-        return f"{type(node.op).__name__} has a symbolic window, read on the host"
+        return f"no device pooling for {type(node.op).__name__}"
     if not has_c_type(str(x.dtype)) or str(x.dtype).startswith("complex"):
         return f"dtype {x.dtype} has no device pooling"
     if x.ndim - node.op.ndim > MAX_LEAD:
@@ -57,6 +70,118 @@ def _view(index, name, item="T"):
 """
 
 
+# The host geometry of a symbolic-window op: its window, stride and padding
+# read from the int64 vectors in[$P], in[$P + 1], in[$P + 2] (any stride) and
+# checked in the order and with the messages of the static op's constructor
+# (ops/pool.py PoolBase), which the CPU builds for each call; the pooled shape
+# and the operand checks as the static geometry's, named as that op prints.
+_DYNAMIC = """
+typedef struct { int64_t ws[3], st[3], pd[3]; } SG_FN(win);
+
+static void SG_FN(tuple)(char *buf, size_t len, const int64_t *v) {
+    sg_pool_shape_text(buf, len, v, ${ND});
+}
+
+static int SG_FN(window)(const sg_array *in, SG_FN(win) *w, sg_error *err) {
+    static const char *const what[3] = {"ws (the window size)", "stride", "pad"};
+    int64_t *const dst[3] = {w->ws, w->st, w->pd};
+    char a[100], b[100];
+    for (int k = 0; k < 3; k++) {
+        const sg_array *v = &in[${P} + k];
+        if (v->ndim != 1 || v->shape[0] != ${ND})
+            SG_FAIL(err, SG_ERR_VALUE, "${STATIC}: %s must have ${ND} entries (one per pooled "
+                    "dimension), got a vector of %lld", what[k],
+                    (long long)(v->ndim ? v->shape[0] : 0));
+        for (int i = 0; i < ${ND}; i++)
+            dst[k][i] = *(const int64_t *)((const char *)v->data + i * v->strides[0]);
+        const int64_t least = k == 2 ? 0 : 1;
+        for (int i = 0; i < ${ND}; i++)
+            if (dst[k][i] < least) {
+                SG_FN(tuple)(a, sizeof a, dst[k]);
+                SG_FAIL(err, SG_ERR_VALUE, "${STATIC}: every entry of %s must be >= %lld, "
+                        "got %s", what[k], (long long)least, a);
+            }
+    }
+    int padded = 0, wide = 0;
+    for (int i = 0; i < ${ND}; i++) {
+        padded |= w->pd[i] != 0;
+        wide |= w->pd[i] >= w->ws[i];
+    }
+    SG_FN(tuple)(a, sizeof a, w->pd);
+    if (padded && !${IB})
+        SG_FAIL(err, SG_ERR_VALUE, "${STATIC}: padding %s works only with ignore_border=True", a);
+    if (wide) {
+        SG_FN(tuple)(b, sizeof b, w->ws);
+        SG_FAIL(err, SG_ERR_VALUE, "${STATIC}: the padding %s must be smaller than the "
+                "window %s in every dimension", a, b);
+    }
+    return 0;
+}
+
+/* The pooled shape of x into shape (rank x->ndim). */
+static void SG_FN(pooled)(const sg_array *x, const SG_FN(win) *w, int64_t *shape) {
+    const int nl = x->ndim - ${ND};
+    for (int d = 0; d < nl; d++) shape[d] = x->shape[d];
+    for (int i = 0; i < ${ND}; i++)
+        shape[nl + i] = sg_pool_out_size(x->shape[nl + i], w->ws[i], w->st[i], w->pd[i], ${IB});
+}
+
+/* Error unless o has the pooled shape of x (the Python perform's message). */
+static int SG_FN(check)(const sg_array *x, const sg_array *o, const char *what,
+                        const SG_FN(win) *w, sg_error *err) {
+    int64_t want[SG_MAXDIMS];
+    SG_FN(pooled)(x, w, want);
+    if (o->ndim == x->ndim && !memcmp(o->shape, want, sizeof(int64_t) * (size_t)x->ndim))
+        return 0;
+    char a[200], b[200], c[200], ws[100], st[100], pd[100];
+    sg_pool_shape_text(a, sizeof a, o->shape, o->ndim);
+    sg_pool_shape_text(b, sizeof b, x->shape, x->ndim);
+    sg_pool_shape_text(c, sizeof c, want, x->ndim);
+    SG_FN(tuple)(ws, sizeof ws, w->ws);
+    SG_FN(tuple)(st, sizeof st, w->st);
+    SG_FN(tuple)(pd, sizeof pd, w->pd);
+    SG_FAIL(err, SG_ERR_VALUE, "${STATIC}{ndim=${ND}, ignore_border=${IBTEXT}, mode='${MODE}', "
+            "ws=%s, stride=%s, pad=%s}: the %s has shape %s but pooling an input of shape "
+            "%s gives %s", ws, st, pd, what, a, b, c);
+}
+
+/* The number of batch entries (leading dims) of x. */
+static int64_t SG_FN(batch)(const sg_array *x) {
+    int64_t n = 1;
+    for (int d = 0; d < x->ndim - ${ND}; d++) n *= x->shape[d];
+    return n;
+}
+"""
+
+
+def _static_name(op):
+    """The static op a symbolic-window op's node runs as (its CPU ``perform``'s)."""
+    cls = type(op).__name__
+    if cls == "PoolDynamic":
+        return "Pool"
+    if cls == "PoolDynamicGrad":
+        return "MaxPoolGrad" if op.mode == "max" else "AveragePoolGrad"
+    return cls
+
+
+def _geometry(op, dtype):
+    """(C text of the host geometry, the statement that declares and fills
+    ``w`` (or nothing), the pooled-shape call's extra argument, the window
+    arrays' names, the operand check's extra argument, the op's printf name)."""
+    cls = type(op).__name__
+    if cls not in _WINDOW_INPUT:
+        gen = _Gen(op, dtype)
+        return (_GEOMETRY.substitute(gen.subs()), "", "",
+                ("SG_FN(ws)", "SG_FN(st)", "SG_FN(pd)"), "", gen.name)
+    from string import Template
+
+    text = Template(_DYNAMIC).substitute(
+        ND=op.ndim, P=_WINDOW_INPUT[cls], IB=int(op.ignore_border), STATIC=_static_name(op),
+        IBTEXT=str(op.ignore_border), MODE=op.mode)
+    fill = "    SG_FN(win) w;\n    if (SG_FN(window)(in, &w, err)) return 1;\n"
+    return text, fill, "&w, ", ("w.ws", "w.st", "w.pd"), "&w, ", _static_name(op)
+
+
 def pool_lowering(op, node):
     """The CKernel (CUDA source) of a pooling node, or None."""
     if pool_reason(node) is not None:
@@ -64,7 +189,7 @@ def pool_lowering(op, node):
     cls = type(op).__name__
     kind = _KINDS[cls]
     dtype = str(node.inputs[0].dtype)
-    gen = _Gen(op, dtype)
+    geometry, fill, warg, (ws, st, pd), carg, name = _geometry(op, dtype)
     nd = op.ndim
     what = c_string(f"the device {op}", quote=True, limit=120)
     argmax_t = "uint8_t"
@@ -74,10 +199,15 @@ def pool_lowering(op, node):
         argmax_t = c_type(str(node.inputs[2].dtype))
     mode = _MODES.get(getattr(op, "mode", "max"), 0)
     checks, launch, size = "", "", "a.out"
+
+    def check(index, label):
+        return (f'    if (SG_FN(check)(&in[0], &in[{index}], "{label}", {carg}err)) '
+                f'return 1;\n')
+
     if kind == "forward":
-        shape = "    SG_FN(pooled)(&in[0], out_shapes);\n"
+        shape = f"    SG_FN(pooled)(&in[0], {warg}out_shapes);\n"
         if cls == "MaxPoolWithArgmax":
-            shape += "    SG_FN(pooled)(&in[0], out_shapes + SG_MAXDIMS);\n"
+            shape += f"    SG_FN(pooled)(&in[0], {warg}out_shapes + SG_MAXDIMS);\n"
         arg = f"({argmax_t} *)out[1].data" if cls == "MaxPoolWithArgmax" else \
             f"({argmax_t} *)NULL"
         views = _view(0, "xv")
@@ -85,13 +215,19 @@ def pool_lowering(op, node):
         launch = f"a, xv, (const T *)in[0].data, (T *)out[0].data, {arg}"
     elif kind == "grad":
         shape = "    for (int d = 0; d < in[0].ndim; d++) out_shapes[d] = in[0].shape[d];\n"
-        # (pooled operand, output gradient) inputs and the grad kernel's kind
-        pooled, grad, code, label = {"MaxPoolGrad": (1, 2, 0, "pooled maximum"),
-                                     "MaxPoolGradFromArgmax": (2, 1, 1, "argmax"),
-                                     "AveragePoolGrad": (1, 1, 2, None)}[cls]
+        # (pooled operand, output gradient) inputs and the grad kernel's kind;
+        # PoolDynamicGrad is (x, maxout, gz, ws, stride, pad) in every mode.
+        static = _static_name(op)
+        if cls == "PoolDynamicGrad":
+            pooled, grad, code, label = (1, 2, 0, "pooled maximum") if op.mode == "max" \
+                else (2, 2, 2, None)
+        else:
+            pooled, grad, code, label = {"MaxPoolGrad": (1, 2, 0, "pooled maximum"),
+                                         "MaxPoolGradFromArgmax": (2, 1, 1, "argmax"),
+                                         "AveragePoolGrad": (1, 1, 2, None)}[static]
         if label is not None:
-            checks += f'    if (SG_FN(check)(&in[0], &in[{pooled}], "{label}", err)) return 1;\n'
-        checks += f'    if (SG_FN(check)(&in[0], &in[{grad}], "output gradient", err)) return 1;\n'
+            checks += check(pooled, label)
+        checks += check(grad, "output gradient")
         views = _view(0, "xv") + _view(pooled, "pv", "A" if code == 1 else "T") + \
             _view(grad, "gv")
         kernel = "sg_cu_pool_grad<T, ACC, A>"
@@ -104,13 +240,13 @@ def pool_lowering(op, node):
             else (2, 1, "argmax")
         shape = f"    for (int d = 0; d < in[{pooled}].ndim; d++) " \
             f"out_shapes[d] = in[{pooled}].shape[d];\n"
-        checks = f'    if (SG_FN(check)(&in[0], &in[{pooled}], "{label}", err)) return 1;\n'
+        checks = check(pooled, label)
         checks += f"""    if (in[{ggx}].ndim != in[0].ndim ||
         memcmp(in[{ggx}].shape, in[0].shape, sizeof(int64_t) * (size_t)in[0].ndim)) {{
         char a1[200], b1[200];
         sg_pool_shape_text(a1, sizeof a1, in[{ggx}].shape, in[{ggx}].ndim);
         sg_pool_shape_text(b1, sizeof b1, in[0].shape, in[0].ndim);
-        SG_FAIL(err, SG_ERR_VALUE, "{gen.name}: the input-shaped gradient has shape %s but "
+        SG_FAIL(err, SG_ERR_VALUE, "{name}: the input-shaped gradient has shape %s but "
                 "the input has shape %s", a1, b1);
     }}
 """
@@ -121,8 +257,8 @@ def pool_lowering(op, node):
                   f"(const void *)in[{pooled}].data, gv, (const T *)in[{ggx}].data, "
                   f"(T *)out[0].data")
     source = (f"#define T {storage_type(dtype)}\n#define ACC {_acc(dtype)}\n"
-              f"#define A {argmax_t}\n/* {gen.name} */\n"
-              + _GEOMETRY.substitute(gen.subs()) + f"""
+              f"#define A {argmax_t}\n/* {name} */\n"
+              + geometry + f"""
 /* The strides of a (batch..., pooled...) operand, in elements; a pooled
  * dimension of a 2-D pooling's leading slot, or of size 1, has stride 0. */
 static void SG_FN(view)(const sg_array *v, int64_t item, sg_cu_pool_view *out) {{
@@ -139,15 +275,15 @@ static void SG_FN(view)(const sg_array *v, int64_t item, sg_cu_pool_view *out) {
 
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     (void)err;
-{shape}    return 0;
+{fill}{shape}    return 0;
 }}
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-{checks}    sg_cu_pool_args a;
+{fill}{checks}    sg_cu_pool_args a;
     const sg_array *x = &in[0];
     const int nl = x->ndim - {nd};
     int64_t pooled[SG_MAXDIMS];
-    SG_FN(pooled)(x, pooled);
+    SG_FN(pooled)(x, {warg}pooled);
     a.nlead = nl;
     a.batch = SG_FN(batch)(x);
     for (int d = 0; d < nl; d++) a.lead[d] = x->shape[d];
@@ -159,9 +295,9 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         const int d = 3 - {nd} + i;
         a.in[d] = x->shape[nl + i];
         a.out[d] = pooled[nl + i];
-        a.ws[d] = SG_FN(ws)[i];
-        a.stride[d] = SG_FN(st)[i];
-        a.pad[d] = SG_FN(pd)[i];
+        a.ws[d] = {ws}[i];
+        a.stride[d] = {st}[i];
+        a.pad[d] = {pd}[i];
     }}
     a.mode = {mode};
     const int64_t total = a.batch * {size}[0] * {size}[1] * {size}[2];
