@@ -83,7 +83,9 @@ def support_extension():
     return Extension(
         "symgraph._support", [str((generated / "sg_support.c").relative_to(ROOT))],
         include_dirs=["c_src", str(generated.relative_to(ROOT))], define_macros=macros,
-        extra_compile_args=flags, libraries=libraries)
+        # OpenMP: the element-wise loop driver shares kernels' loops out
+        extra_compile_args=flags + ["-fopenmp"], extra_link_args=["-fopenmp"],
+        libraries=libraries)
 
 
 #: Suffixes of the files of ``c_src/`` that ship in the package: what kernels

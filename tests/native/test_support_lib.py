@@ -103,14 +103,15 @@ def test_kernels_carry_no_shared_helper_code():
     linker.resolve_kernels, saved = spy, linker.resolve_kernels
     try:
         # a function stored by an earlier run would be restored without linking
-        with symgraph.config.change_flags(compile_warm_start=False):
+        # openmp on: the OpenMP element-wise kernels used to carry their own driver
+        with symgraph.config.change_flags(compile_warm_start=False, openmp=True):
             f = symgraph.function([x, w], out)
     finally:
         linker.resolve_kernels = saved
     assert kernels
     for kernel in kernels:
         keys = [key + '"' for key, _ in kernel.support]
-        assert not any(k.startswith(("sg_ew_support", "sg_reduce_plan", "sg_blas_s\"", "sg_blas_d\"",
+        assert not any(k.startswith(("sg_ew_support", "sg_ewp_support", "sg_reduce_plan", "sg_blas_s\"", "sg_blas_d\"",
                                      "sg_nn_core", "sg_nn_driver")) for k in keys), keys
     a = np.random.default_rng(0).random((4, 5), dtype=np.float32)
     b = np.random.default_rng(1).random((5, 3), dtype=np.float32)
@@ -151,12 +152,19 @@ def test_setup_py_declares_the_support_extension():
     assert macros["SG_SUPPORT_SOURCE_HASH"] == '"%s"' % support_lib.build_id(
         support_lib.support_source_hash(), compiler.cpu_signature())
     assert "-march=native" in ext.extra_compile_args
+    assert "-fopenmp" in ext.extra_compile_args and "-fopenmp" in ext.extra_link_args
+
+
+def test_the_library_is_built_with_openmp():
+    # the element-wise driver's parallel regions are compiled in (GOMP_parallel
+    # is what GCC calls for them), in the installed build and the cache's alike
+    for lib in (support_lib.load_support(), support_lib.prebuilt().cached()):
+        assert hasattr(lib, "GOMP_parallel")
 
 
 def test_openmp_kernels_share_a_library_with_support_table_kernels():
-    # An OpenMP element-wise kernel carries its own copy of the loop driver; a
-    # softmax kernel in the same library reaches the shared one through the
-    # support header's macros: the two must not clash.
+    # An OpenMP softmax kernel and an element-wise kernel (whose driver, in the
+    # support library, shares its loop out) in one library.
     x = T.fmatrix("x")
     with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0,
                                     openmp_softmax_minsize=0):

@@ -31,9 +31,12 @@ compiles defines the macro when it links libmvec.  Measured on this machine
 tanh(z)*0.5`` takes 31 ms with scalar libm calls and 1.0 ms with libmvec.
 libmvec is accurate to 4 ulp (float32 results within rtol 1e-6 of NumPy's).
 
-OpenMP: with ``config.openmp`` the loops get ``#pragma omp parallel for``
-with ``if(size >= config.openmp_elemwise_minsize)`` and the kernel is marked
-``openmp=True``.
+OpenMP: the loop driver (``sg_ew_loop``, in the shared support library,
+which is compiled with OpenMP) shares a kernel's element loop out between
+threads when its size is at least its ``minpar`` argument:
+``config.openmp_elemwise_minsize`` with ``config.openmp``, -1 (never)
+without.  The kernel's own code has no OpenMP in it, so its library is
+compiled without.
 
 Errors an op flags per element (an integer to a negative power) are OR-ed
 into one int during the loop and reported after it, as NumPy raises after
@@ -53,7 +56,7 @@ from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["elemwise_kernel", "MVEC_SUPPORT", "EW_SUPPORT", "element_code"]
 
-KERNEL_VERSION = 3
+KERNEL_VERSION = 4
 
 # ---------------------------------------------------------------------------
 # libmvec declarations
@@ -106,16 +109,6 @@ MVEC_SUPPORT = ("sg_mvec_v1:" + ",".join(_mvec_functions()), _mvec_code(_mvec_fu
 # Shape checks and stride plans shared by every element-wise kernel
 
 EW_SUPPORT = ("sg_ew_support_v1", c_file("cpu/elemwise/loop_support.inc"))
-
-
-def _omp_names(text):
-    """``text`` with the loop driver's names (``sg_ew_*``, ``SG_EW_*``) changed to
-    the OpenMP copy's (``sg_ewp_*``, ``SG_EWP_*``)."""
-    return text.replace("sg_ew_", "sg_ewp_").replace("SG_EW_", "SG_EWP_")
-
-
-#: The loop driver compiled into an OpenMP kernel's own library.
-EW_SUPPORT_OMP = ("sg_ewp_support_v1", _omp_names(EW_SUPPORT[1]))
 
 
 
@@ -236,21 +229,19 @@ def elemwise_kernel(node):
         src.append("    (void)bad; (void)err;")
     src.append("    return 0;\n}")
 
-    # The loop driver is in the shared support library, compiled without
-    # OpenMP: an OpenMP kernel carries its own copy, whose pragmas then apply,
-    # under other names, since a library may also hold kernels that reach the
-    # shared driver through the support header's macros.
+    # The loop driver (and its OpenMP regions) is in the shared support library,
+    # compiled once with OpenMP: a kernel carries only its element loop, which
+    # the driver calls through a pointer.  Its own library needs no OpenMP
+    # (minpar -1: the driver never shares the work out).  A copy of the driver
+    # in every library cost GCC about 0.15 s per library.
     source = "\n".join(src)
-    if openmp:
-        source = _omp_names(source)
-    support = [MVEC_SUPPORT, EW_SUPPORT_OMP if openmp else SUPPORT_ENTRY] + \
-        list(c_support(scalar_op))
+    support = [MVEC_SUPPORT, SUPPORT_ENTRY] + list(c_support(scalar_op))
     if inplace:
         kind, inplace_of = INPLACE, tuple(inplace[k] for k in range(nout))
     else:
         kind, inplace_of = COMPUTE, ()
     return CKernel(source=source, kind=kind, inplace_of=inplace_of,
-                   support=tuple(support), openmp=openmp, version=KERNEL_VERSION,
+                   support=tuple(support), version=KERNEL_VERSION,
                    extra={"libraries": ("mvec",)} if _mvec_functions() else {})
 
 
