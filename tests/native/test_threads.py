@@ -185,6 +185,18 @@ def _blas_threads():
     return ctypes.CFUNCTYPE(ctypes.c_int)(control[0])
 
 
+def test_the_thread_runtime_is_part_of_the_support_library():
+    # built at install with it: a cold cache compiles no library of its own
+    from symgraph.backends.cpu import support_lib
+
+    lib = threads.library()
+    if lib is None:
+        pytest.skip("the thread library is not available")
+    assert lib is support_lib.load_support()
+    assert threads.routine_address("dgemm") == ctypes.cast(
+        support_lib.load_support().sg_threads_dgemm, ctypes.c_void_p).value
+
+
 def test_symgraph_blas_calls_leave_the_pool_as_they_found_it():
     get = _blas_threads()
     lib = threads.library()

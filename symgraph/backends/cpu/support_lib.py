@@ -18,6 +18,8 @@ through a table of function pointers:
   element loop (the driver calls it through a pointer, as before), a
   reduction its fused body and its loops; only the per-call planning and the
   per-dtype helpers moved.
+* It also holds the thread runtime of symgraph's BLAS calls
+  (``c_src/cpu/threads/sg_threads.c``, ``backends/native/threads.py``).
 * The library is compiled with OpenMP (whatever the ``openmp`` flag says):
   the element-wise driver shares a kernel's loop out between threads when the
   kernel asks it to (its ``minpar`` argument), so no kernel library needs a
@@ -57,7 +59,7 @@ __all__ = ["SUPPORT_ENTRY", "generate", "write_files", "generated_dir", "support
            "Unit", "split_unit"]
 
 #: Bump when the table layout or the way the library is built changes.
-SUPPORT_VERSION = 2
+SUPPORT_VERSION = 3
 HEADER_NAME, SOURCE_NAME = "sg_support.h", "sg_support.c"
 #: The support entry of a kernel calling the shared helpers.
 SUPPORT_ENTRY = ("sg_support_table_v1", '#include "support/sg_support.h"\n'
@@ -182,6 +184,11 @@ def generate():
               f'#include "{HEADER_NAME}"', ""]
     for unit in units:
         source += [f"/* ==== {unit.key} ==== */", unit.defs]
+    # The thread runtime of symgraph's BLAS calls (backends/native/threads.py),
+    # its text here rather than included so that the source hash covers it: one
+    # library built at install instead of one more compile on a cold cache.
+    source += ["/* ==== thread runtime (c_src/cpu/threads/sg_threads.c) ==== */",
+               (_c_src() / "cpu" / "threads" / "sg_threads.c").read_text(encoding="utf-8")]
     source.append("#ifndef SG_SUPPORT_SOURCE_HASH\n#define SG_SUPPORT_SOURCE_HASH \"\"\n#endif")
     source.append("/* What the library was built from (support_lib.load_support checks it). */")
     source.append('__attribute__((visibility("default"))) const char sg_support_build[] = '

@@ -35,8 +35,6 @@ descheduled thread makes the next products run unsplit for a back-off.
 """
 
 import ctypes
-import functools
-import hashlib
 import logging
 import math
 import os
@@ -45,13 +43,10 @@ from pathlib import Path
 
 __all__ = ["available_cores", "affinity_cores", "cgroup_cpu_limit", "env_threads",
            "thread_count", "prepare_openmp_runtime", "routine_address", "prefetch",
-           "sync_enabled", "blas_thread_control", "describe", "GEMM_MIN", "GEMM_GRAIN", "SPIN_COUNT",
-           "THREADS_VERSION"]
+           "sync_enabled", "blas_thread_control", "describe", "GEMM_MIN", "GEMM_GRAIN",
+           "SPIN_COUNT"]
 
 _log = logging.getLogger("symgraph.compile.threads")
-
-#: Bump when the library's build or set-up changes in a way its source would not show.
-THREADS_VERSION = "1"
 
 #: libgomp's spin rounds before a waiting thread sleeps (``GOMP_SPINCOUNT``):
 #: about 25 µs on the development machine (a round is a ``pause``); a region
@@ -81,7 +76,6 @@ _BLAS_CONTROLS = (
     ("MKL_Get_Max_Threads", "MKL_Set_Num_Threads"),
 )
 
-_SOURCE = '#include "cpu/threads/sg_threads.c"\n'
 #: The BLAS routines symgraph's kernels call, each through a wrapper.
 ROUTINES = tuple(p + r for p in "sd" for r in ("gemm", "gemv", "dot", "ger"))
 #: Guards _state; held only for a moment, so prefetch() never waits behind a
@@ -280,46 +274,17 @@ def _cap_blas_pool(control, count):
 
 # -- the thread library (c_src/cpu/threads) -------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _source_digest():
-    from symgraph.backends.native.assemble import C_SRC
-
-    return hashlib.sha256((C_SRC / "cpu" / "threads" / "sg_threads.c").read_bytes()
-                          ).hexdigest()[:24]
-
-
-def _parts():
-    from symgraph.version import __version__
-    from symgraph.backends.cpu import compiler
-    from symgraph.backends.native.cache_keys import CACHE_FORMAT
-
-    return {"what": "thread library", "format": CACHE_FORMAT, "version": THREADS_VERSION,
-            "sources": _source_digest(), "compiler": compiler.compiler_signature(),
-            "flags": " ".join(compiler.base_flags(False) + ("-fopenmp",)),
-            "cpu": compiler.cpu_signature(), "symgraph": __version__}
-
-
-def _build(tmp_dir):
-    from symgraph.backends.cpu.compiler import compile_library
-
-    compile_library(_SOURCE, tmp_dir / "lib.so", extra_flags=("-fopenmp",),
-                    what="the thread library")
-
-
 def _load():
-    """The thread library, built once into the compile cache and set up; None
-    when it cannot be (no compiler, compiling disabled): BLAS is then called
-    directly."""
-    from symgraph.backends.native.cache_keys import make_key
-    from symgraph.backends.native.prebuilt import Prebuilt
+    """The thread library (the shared support library, which holds it: built at
+    install, else once into the compile cache) set up; None when it cannot be
+    (no compiler, compiling disabled): BLAS is then called directly."""
     from symgraph.backends.cpu.blas.support import blas_address, blas_available
+    from symgraph.backends.cpu.support_lib import load_support
 
     if not blas_available():
         return None
     prepare_openmp_runtime()
-    parts = _parts()
-    lib = Prebuilt("the thread library", key=lambda: make_key(**parts), build=_build,
-                   parts=parts).cached()
+    lib = load_support()
     for name in ROUTINES:
         ctypes.c_void_p.in_dll(lib, f"sg_threads_real_{name}").value = blas_address(name)
     ctypes.c_int64.in_dll(lib, "sg_threads_gemm_min").value = GEMM_MIN
