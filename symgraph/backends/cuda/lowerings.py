@@ -38,6 +38,7 @@ _TABLE = [
     (reduce._ArgReduce, _G + "reduce:argreduce_lowering"),
     (advanced_subtensor.AdvancedSubtensor, _G + "advanced:advanced_gather_lowering"),
     (advanced_subtensor.AdvancedIncSubtensor, _G + "advanced:advanced_update_lowering"),
+    (advanced_subtensor.Nonzero, _G + "nonzero:nonzero_lowering"),
     (alloc.Alloc, _G + "index:alloc_lowering"),
     (alloc.Eye, _G + "join:eye_lowering"),
     (join.Join, _G + "join:join_lowering"),
@@ -100,6 +101,10 @@ def device_reason(node):
         from symgraph.backends.cuda.index import index_reason
 
         return index_reason(node)
+    if isinstance(node.op, advanced_subtensor.Nonzero):
+        from symgraph.backends.cuda.nonzero import nonzero_reason
+
+        return nonzero_reason(node)
     if isinstance(node.op, mrg.MRGUniform):
         from symgraph.backends.cuda.random import mrg_reason
 
