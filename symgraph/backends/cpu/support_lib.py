@@ -2,7 +2,7 @@
 
 Every kernel library used to compile its own copy of the helpers its kernels
 share (the element-wise loop driver, the reduction planner, the BLAS
-wrappers, the softmax rows): about half of the C of a training step, compiled
+wrappers, the softmax and cross-entropy rows): about half of the C of a training step, compiled
 again in every library.  These helpers are compiled once instead, into one
 shared library (``sg_support.c``), and kernels call them
 through a table of function pointers:
@@ -140,6 +140,7 @@ def split_unit(key, code):
 def shared_units():
     """The Units of the library, in order (a unit may use the ones before it)."""
     from symgraph.backends.cpu.blas import support as blas_support
+    from symgraph.backends.cpu.nnet import loss as loss_codegen
     from symgraph.backends.cpu.nnet import softmax as softmax_codegen
     from symgraph.backends.cpu.reduce import plan as reduce_plan
     from symgraph.backends.cpu.elemwise.loop import EW_SUPPORT
@@ -153,6 +154,8 @@ def shared_units():
         units.append(split_unit(*softmax_codegen.core_text(suffix)))
     for dtype in ("float16", "float32", "float64"):
         units.append(split_unit(*softmax_codegen.driver_text(dtype)))
+    for dtype in ("float16", "float32", "float64"):
+        units.append(split_unit(*loss_codegen.driver_text(dtype)))
     return units
 
 

@@ -24,10 +24,10 @@ from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import CKernel
 from symgraph.backends.c_family.c_files import c_file
 
-__all__ = ["loss_kernel"]
+__all__ = ["loss_kernel", "driver_text"]
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 
 #: The op codes of the driver's ``op`` argument.
 FUSED, FUSED_GRAD, CATEGORICAL, CATEGORICAL_GRAD = 0, 1, 2, 3
@@ -72,7 +72,9 @@ def _targets(dtype):
             _TARGETS.substitute(IT=c_type(dtype), IS=suffix, CHECK=check))
 
 
-def _driver(dtype):
+def driver_text(dtype):
+    """(key, C text) of the cross-entropy driver of storage ``dtype`` (float16,
+    32 or 64): in the support library, compiled once, not in every kernel."""
     suffix, core = _DTYPES[dtype]
     ctype = {"f32": "float", "f64": "double"}[core]
     return (f"sg_ce_driver_{suffix}_v{VERSION}", _DRIVER.substitute(
@@ -141,5 +143,5 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return status;
 }}
 """
-    support = (MVEC_SUPPORT, SUPPORT_ENTRY, _targets(index_dtype), _driver(dtype))
+    support = (MVEC_SUPPORT, SUPPORT_ENTRY, _targets(index_dtype))
     return CKernel(source=source, support=support, version=VERSION)
