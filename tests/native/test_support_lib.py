@@ -92,7 +92,8 @@ def test_kernels_carry_no_shared_helper_code():
     x = T.matrix("x", dtype="float32")
     w = T.matrix("w", dtype="float32")
     y = T.nnet.softmax(T.tanh(T.dot(x, w)) * 2 + 1)
-    out = [y, y.sum(axis=0)]
+    t = T.lvector("t")
+    out = [y, y.sum(axis=0), T.nnet.categorical_crossentropy(y, t).mean()]
     kernels = []
     orig = linker.resolve_kernels
 
@@ -105,22 +106,26 @@ def test_kernels_carry_no_shared_helper_code():
         # a function stored by an earlier run would be restored without linking
         # openmp on: the OpenMP element-wise kernels used to carry their own driver
         with symgraph.config.change_flags(compile_warm_start=False, openmp=True):
-            f = symgraph.function([x, w], out)
+            f = symgraph.function([x, w, t], out)
     finally:
         linker.resolve_kernels = saved
     assert kernels
     for kernel in kernels:
         keys = [key + '"' for key, _ in kernel.support]
-        assert not any(k.startswith(("sg_ew_support", "sg_ewp_support", "sg_reduce_plan", "sg_blas_s\"", "sg_blas_d\"",
-                                     "sg_nn_core", "sg_nn_driver")) for k in keys), keys
+        assert not any(k.startswith(("sg_ew_support", "sg_ewp_support", "sg_reduce_plan",
+                                     "sg_blas_s\"", "sg_blas_d\"", "sg_nn_core",
+                                     "sg_nn_driver", "sg_ce_driver")) for k in keys), keys
     a = np.random.default_rng(0).random((4, 5), dtype=np.float32)
     b = np.random.default_rng(1).random((5, 3), dtype=np.float32)
     z = np.tanh(a @ b) * 2 + 1
     e = np.exp(z - z.max(1, keepdims=True))
     e /= e.sum(1, keepdims=True)
-    got = f(a, b)
+    labels = np.array([2, 0, 1, 2])
+    got = f(a, b, labels)
     np.testing.assert_allclose(got[0], e, rtol=1e-5)
     np.testing.assert_allclose(got[1], e.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(got[2], -np.log(e[np.arange(4), labels]).mean(), rtol=1e-5)
+    assert any("sg_ce_targets" in key for kernel in kernels for key, _ in kernel.support)
 
 
 def test_blas_routines_reach_the_support_library():
