@@ -128,6 +128,31 @@ static void sg_adapt_after(double waited, double block) {
     }
 }
 
+/* -- any parallel region ---------------------------------------------------------
+ *
+ * The same detector for the loops of symgraph's kernels (the element-wise
+ * driver, reductions, softmax rows ...): a region asks for its team with
+ * sg_threads_region_team() (1 while the calling thread backs off), records
+ * when the calling thread ran out of work, and reports it with
+ * sg_threads_region_end(); the work items must not depend on the team size
+ * (the same bits with one thread as with all).  A region that waited at its
+ * end for a descheduled thread (libgomp's end barrier waits for every thread
+ * of the team, even one that found no work left) makes the calling thread's
+ * next regions and products run on one thread for the back-off. */
+SG_EXPORT double sg_threads_now(void) { return sg_now(); }
+
+SG_EXPORT int sg_threads_region_team(void) {
+    if (omp_in_parallel()) return 1;
+    if (sg_until > 0 && sg_now() < sg_until) return 1;      /* backing off */
+    return omp_get_max_threads();
+}
+
+/* t0: before the region; done: when the calling thread ran out of items, of
+ * which it ran `mine`. */
+SG_EXPORT void sg_threads_region_end(int team, double t0, double done, int64_t mine) {
+    if (team > 1 && mine > 0) sg_adapt_after(sg_now() - done, (done - t0) / (double)mine);
+}
+
 /* The team size for a product of m x n x k, or 1. */
 static int sg_gemm_team(int64_t m, int64_t n, int64_t k) {
     if (!sg_threads_enabled || !sg_threads_blas_set) return 1;

@@ -143,9 +143,11 @@ def shared_units():
     from symgraph.backends.cpu.nnet import loss as loss_codegen
     from symgraph.backends.cpu.nnet import softmax as softmax_codegen
     from symgraph.backends.cpu.reduce import plan as reduce_plan
+    from symgraph.backends.c_family.c_files import c_file
     from symgraph.backends.cpu.elemwise.loop import EW_SUPPORT
 
-    units = [split_unit(*EW_SUPPORT),
+    units = [split_unit("sg_region_v1", c_file("cpu/threads/region.inc")),
+             split_unit(*EW_SUPPORT),
              split_unit(reduce_plan.SUPPORT_KEY, reduce_plan.SUPPORT),
              split_unit(*blas_support.common_text())]
     for T in ("float", "double"):
@@ -185,13 +187,15 @@ def generate():
               # the softmax rows call exp and log: their SIMD versions
               _mvec_code(("exp", "log")),
               f'#include "{HEADER_NAME}"', ""]
-    for unit in units:
-        source += [f"/* ==== {unit.key} ==== */", unit.defs]
-    # The thread runtime of symgraph's BLAS calls (backends/native/threads.py),
-    # its text here rather than included so that the source hash covers it: one
-    # library built at install instead of one more compile on a cold cache.
+    # The thread runtime (backends/native/threads.py: BLAS wrappers, and the
+    # back-off of every parallel region under load), before the helpers that
+    # call it; its text here rather than included so that the source hash
+    # covers it: one library built at install instead of one more compile on a
+    # cold cache.
     source += ["/* ==== thread runtime (c_src/cpu/threads/sg_threads.c) ==== */",
                (_c_src() / "cpu" / "threads" / "sg_threads.c").read_text(encoding="utf-8")]
+    for unit in units:
+        source += [f"/* ==== {unit.key} ==== */", unit.defs]
     source.append("#ifndef SG_SUPPORT_SOURCE_HASH\n#define SG_SUPPORT_SOURCE_HASH \"\"\n#endif")
     source.append("/* What the library was built from (support_lib.load_support checks it). */")
     source.append('__attribute__((visibility("default"))) const char sg_support_build[] = '
