@@ -350,3 +350,31 @@ def test_prefetch_does_not_wait_for_the_build_it_started(monkeypatch):
     release.set()
     assert returned_while_building
     assert threads.library() == "loaded"
+
+
+def test_a_thread_that_backs_off_runs_its_regions_on_one_thread():
+    # The team every parallel region asks for (element-wise loops, softmax
+    # rows, split products): one while the calling thread backs off after a
+    # region waited for a descheduled thread, the whole team after it.
+    import time
+
+    lib = threads.library()
+    if lib is None:
+        pytest.skip("the thread library is not available")
+    lib.sg_threads_back_off.argtypes = [ctypes.c_double]
+    team = lib.sg_threads_region_team
+    whole = team()
+    lib.sg_threads_back_off(0.2)
+    assert team() == 1
+    # regions run on one thread meanwhile, with the same bits
+    x = T.fvector("x")
+    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
+        f = symgraph.function([x], T.exp(x) * 2 + T.tanh(x))
+    value = RNG.standard_normal(300001).astype("float32")
+    lib.sg_threads_back_off(0.0)
+    want = f(value)
+    lib.sg_threads_back_off(5.0)
+    np.testing.assert_array_equal(f(value), want)
+    lib.sg_threads_back_off(0.0)
+    time.sleep(0.001)
+    assert team() == whole

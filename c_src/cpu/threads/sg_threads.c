@@ -147,6 +147,13 @@ SG_EXPORT int sg_threads_region_team(void) {
     return omp_get_max_threads();
 }
 
+/* Make the calling thread back off for `seconds` now, as if a region had
+ * waited (tests; a program that knows its cores are taken). */
+SG_EXPORT void sg_threads_back_off(double seconds) {
+    sg_backoff = seconds;
+    sg_until = sg_now() + seconds;
+}
+
 /* t0: before the region; done: when the calling thread ran out of items, of
  * which it ran `mine`. */
 SG_EXPORT void sg_threads_region_end(int team, double t0, double done, int64_t mine) {
