@@ -74,6 +74,11 @@ typedef void (*sg_conv_dgemm_t)(char *, char *, int *, int *, int *, double *, d
                                 double *, int *, double *, double *, int *);
 sg_conv_sgemm_t sg_conv_blas_sgemm = 0;
 sg_conv_dgemm_t sg_conv_blas_dgemm = 0;
+/* The thread runtime's team for the calling thread (1 while it backs off: a
+ * parallel region waited for a thread that another process had descheduled;
+ * c_src/cpu/threads/sg_threads.c), set by the loader; null: no back-off. */
+typedef int (*sg_conv_team_t)(void);
+sg_conv_team_t sg_conv_region_team = 0;
 
 #define SG_T float
 #define SG_SFX(name) name##_f32

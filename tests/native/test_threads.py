@@ -378,3 +378,29 @@ def test_a_thread_that_backs_off_runs_its_regions_on_one_thread():
     lib.sg_threads_back_off(0.0)
     time.sleep(0.001)
     assert team() == whole
+
+
+def test_convolution_follows_the_back_off_with_the_same_bits():
+    # the convolution library's loops ask the thread runtime for their team
+    from symgraph.backends.cpu.conv import library as conv_library
+
+    lib = threads.library()
+    if lib is None:
+        pytest.skip("the thread library is not available")
+    conv, _ = conv_library.load(True)
+    assert ctypes.c_void_p.in_dll(conv, "sg_conv_region_team").value == ctypes.cast(
+        lib.sg_threads_region_team, ctypes.c_void_p).value
+    lib.sg_threads_back_off.argtypes = [ctypes.c_double]
+    x, w = T.tensor4("x", dtype="float32"), T.tensor4("w", dtype="float32")
+    y = T.nnet.conv2d(x, w)
+    with symgraph.config.change_flags(openmp=True):
+        f = symgraph.function([x, w], [y, *T.grad(T.sum(y ** 2), [x, w])])
+    xv = RNG.standard_normal((8, 3, 17, 15)).astype("float32")
+    wv = RNG.standard_normal((6, 3, 3, 3)).astype("float32")
+    lib.sg_threads_back_off(0.0)
+    want = f(xv, wv)
+    lib.sg_threads_back_off(5.0)
+    got = f(xv, wv)
+    lib.sg_threads_back_off(0.0)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

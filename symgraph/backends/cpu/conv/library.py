@@ -92,12 +92,21 @@ def _build(openmp):
 def _set_blas(lib):
     """Point the library's GEMM at SciPy's BLAS (else its plain loops run),
     through the thread library's wrappers (one BLAS thread inside the
-    algorithms' own parallel loops: ``backends/native/threads.py``)."""
+    algorithms' own parallel loops: ``backends/native/threads.py``), and its
+    team at the thread runtime's (one thread while backing off under load)."""
     from symgraph.backends.cpu.blas.support import blas_available, routine_address
 
     if blas_available():
         for name in ("sgemm", "dgemm"):
             ctypes.c_void_p.in_dll(lib, f"sg_conv_blas_{name}").value = routine_address(name)
+    # the algorithms' parallel loops run on one thread while the calling thread
+    # backs off under load, as symgraph's other loops do
+    from symgraph.backends.native.threads import library as thread_library
+
+    runtime = thread_library()
+    if runtime is not None:
+        ctypes.c_void_p.in_dll(lib, "sg_conv_region_team").value = ctypes.cast(
+            runtime.sg_threads_region_team, ctypes.c_void_p).value
 
 
 def load(openmp=None):
