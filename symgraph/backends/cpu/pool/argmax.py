@@ -39,8 +39,9 @@ VERSION = 1
 def _parallel(gen, body, error=None):
     """``body`` (may set ``bad`` for plane ``l``) for every plane; ``error``:
     the message when some plane set ``bad`` (None: it never does)."""
+    # one thread while the calling thread backs off under load (sg_region_team)
     pragma = (f"#pragma omp parallel for schedule(dynamic, {plane_chunk('size')}) "
-              f"if(size >= {gen.minpar}) "
+              f"num_threads(sg_region_team()) if(size >= {gen.minpar}) "
               f"reduction(|:bad)" if gen.openmp else "")
     check = (f'    if (bad) SG_FAIL(err, SG_ERR_VALUE, "{gen.name}: {error}");' if error
              else "    (void)bad;")
@@ -292,6 +293,7 @@ def argmax_kernel(kind, op, node):
     ``MaxPoolGradFromArgmax`` ("backward") node, or None (other dtypes run the
     Python ``perform``)."""
     from symgraph.ops.pool_argmax import argmax_dtype
+    from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 
     x = node.inputs[0]
     dtype = str(x.dtype)
@@ -307,4 +309,4 @@ def argmax_kernel(kind, op, node):
     code = _forward(gen, argmax_t) if forward else _backward(gen, argmax_t)
     source = f"/* {gen.name} */\n" + _GEOMETRY.substitute(gen.subs()) + code
     return CKernel(source=source, headers=('"sg_pool_argmax.h"',), openmp=gen.openmp,
-                   version=VERSION)
+                   support=(SUPPORT_ENTRY,) if gen.openmp else (), version=VERSION)

@@ -99,8 +99,9 @@ class _Gen:
     def parallel(self, count, body):
         """``body`` (uses ``l``, the plane, and ``ws``) run for every plane,
         with a per-thread workspace ``ws`` of ``wsize`` bytes."""
-        pragma = f"#pragma omp parallel if({count} >= {self.minpar}) reduction(|:fail)" \
-            if self.openmp else ""
+        # one thread while the calling thread backs off under load (sg_region_team)
+        pragma = (f"#pragma omp parallel num_threads(sg_region_team()) "
+                  f"if({count} >= {self.minpar}) reduction(|:fail)") if self.openmp else ""
         pfor = f"#pragma omp for schedule(dynamic, {plane_chunk(count)})" if self.openmp else ""
         return f"""    int fail = 0;
 {pragma}
@@ -250,6 +251,7 @@ def pool_kernel(kind, op, node):
     ``DownsampleFactorMaxGradGrad`` ("grad_grad") node, or None (dtypes other
     than float16/32/64 run the Python ``perform``)."""
     from symgraph.backends.cpu.pool.grad import avg_grad, grad_grad, max_grad
+    from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 
     dtype = str(node.outputs[0].dtype)
     if dtype not in _FLOATS or any(str(v.dtype) != dtype for v in node.inputs):
@@ -259,4 +261,4 @@ def pool_kernel(kind, op, node):
              "grad_grad": grad_grad}[kind]
     source = f"/* {gen.name} */\n" + _GEOMETRY.substitute(gen.subs()) + build(gen)
     return CKernel(source=source, headers=('"sg_pool_argmax.h"',), openmp=gen.openmp,
-                   version=VERSION)
+                   support=(SUPPORT_ENTRY,) if gen.openmp else (), version=VERSION)
