@@ -41,6 +41,7 @@ float16 is loaded into float32 and accumulated there.
 OpenMP kernels (``config.openmp``) come from ``reduce_parallel_codegen``.
 """
 
+import re
 from dataclasses import dataclass
 
 from symgraph.backends.c_family.c_text import c_string
@@ -50,7 +51,7 @@ from symgraph.backends.cpu.reduce.plan import MAX_INPUTS
 from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 2
+VERSION = 3
 #: Elements per pairwise block in path A (float sums).
 PAIR_BLOCK = 1024
 #: Elements per block for the other reductions (no pairwise combination).
@@ -61,6 +62,13 @@ COL_CHUNK = 512
 #: element-wise one's (GCC 12, -O2: 16.6 against 7.5 us; the lanes, the
 #: pairwise blocks and both paths are vectorized loops).
 COMPILE_WEIGHT = 2.2
+#: The functions of a kernel that touch every element (the fused element's
+#: loops): compiled at the command line's level (-O2, vectorized).  The others
+#: drive them, once per block, output, run of columns or call, and are
+#: compiled at -O1 (DRIVER): GCC's time on a parallel reduction kernel was
+#: mostly spent vectorizing and unrolling these drivers' loops.
+HOT = ("block", "cols", "scan")
+DRIVER = '__attribute__((optimize("O1")))'
 #: With OpenMP: path B's columns are shared out in multiples of this many, so
 #: that every column keeps its place in the vector loop (body or tail).
 COL_UNIT = 64
@@ -161,6 +169,13 @@ def _lanes(acc_dtype):
     return 128 // size
 
 
+def mark_drivers(source):
+    """``source`` with DRIVER before every function definition not in HOT."""
+    def mark(match):
+        return match.group(0) if match.group(2) in HOT else f"{DRIVER} {match.group(0)}"
+    return re.sub(r"^(static |int )[^\n]*?SG_FN\((\w+)\)\(", mark, source, flags=re.M)
+
+
 def _per_input(fmt, indices):
     """``fmt`` repeated for each input index (``@`` stands for the index)."""
     return "\n".join(fmt.replace("@", str(k)) for k in indices)
@@ -210,10 +225,11 @@ class _Gen:
         return f"{self.ACC} {target}; {{ {''.join(decls)}{stmts}{target} = {expr}; }}"
 
     def hoisted(self):
-        """Declarations of the group-constant inputs' values (path A)."""
+        """Declarations of the group-constant inputs' values (path A's block:
+        input k's one value at ``p[k]``)."""
         return "\n".join(
             f"    const {c_compute_type(self.compute[k])} v{k} = "
-            f"{self.load(k, f'*(const {self.T[k]} *)b[{k}]')};" for k in self.constant)
+            f"{self.load(k, f'*(const {self.T[k]} *)p[{k}]')};" for k in self.constant)
 
     def comb(self, a, b):
         return combine(self.kind, self.spec.acc_dtype, a, b)
@@ -308,71 +324,92 @@ class _Gen:
         """Elements per block of path A."""
         return PAIR_BLOCK if self.pairwise else PLAIN_BLOCK
 
-    def _group_parts(self):
-        """The C pieces of path A's loops, shared by the serial group and the
-        OpenMP blocks (so both compute every block with the same code)."""
+    def block_fn(self):
+        """SG_FN(block): path A's result of one block: ``m`` elements of every
+        input, input k's first at ``p[k]`` and the next ones ``s[k]`` bytes
+        apart, reduced in ``L`` lanes (vectorized where the inputs are
+        contiguous) combined as a tree.  The serial group and the OpenMP blocks
+        both call it: one copy of the fused element in path A, and the same
+        code for every block.  Contiguous or not, the scalar loop puts element
+        ``i`` in lane ``i & msk``: the tail of the vector loop in lane 0, a
+        strided block spread over the lanes."""
         T, ACC, L = self.T, self.ACC, _lanes(self.spec.acc_dtype)
         NANT = "int32_t" if ACC == "float" else "int64_t"
-        nan_decl = (f"{NANT} nanf[{L}]; for (int l = 0; l < {L}; l++) nanf[l] = 0;"
+        nan_decl = (f"    {NANT} nanf[{L}]; for (int l = 0; l < {L}; l++) nanf[l] = 0;\n"
                     if self.nan_lanes else "")
         vary = self.varying
-        contig = " && ".join([f"pl->rstr[nro][{k}] == (int64_t)sizeof({T[k]})" for k in vary]
-                             or ["1"])
-        qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k} + i0;"
-                       for k in vary)
-        rs = _per_input("                const char *r@ = p@ + i0 * s@;", vary)
-        decl = "e"
-        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, decl)
-        e_one = self.elem({k: f"q{k}[i]" for k in vary}, decl)
-        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, decl)
-        block = self._block_size()
-        body = f"""            const int64_t m = n - i0 < {block} ? n - i0 : {block};
-            {ACC} lane[{L}];
-            for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
-            {nan_decl}
-            int64_t i = 0;
-            if (contig) {{
-{qs}
-                for (; i + {L} <= m; i += {L})
-                    for (int l = 0; l < {L}; l++) {{
-                        {e_vec}
-                        {self.lane_comb('lane[l]', 'e', 'nanf[l]')}
-                    }}
-                for (; i < m; i++) {{
-                    {e_one}
-                    {self.lane_comb('lane[0]', 'e', 'nanf[0]')}
-                }}
-            }} else {{
-{rs}
-                for (; i < m; i++) {{
-                    {e_str}
-                    {self.lane_comb(f'lane[i & {L - 1}]', 'e', f'nanf[i & {L - 1}]')}
-                }}
-            }}
-            for (int w = {L // 2}; w > 0; w /= 2)
-                for (int l = 0; l < w; l++) {{
-                    {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')}
-                }}
-"""
-        head = f"""{self.hoisted()}
-    const int nro = pl->nr - 1;
-    const int64_t n = pl->rshape[nro];
-{_per_input("    const int64_t s@ = pl->rstr[nro][@];", vary)}
+        contig = " && ".join([f"s{k} == (int64_t)sizeof({T[k]})" for k in vary] or ["1"])
+        qs = "\n".join(f"        const {T[k]} *q{k} = (const {T[k]} *)r{k};" for k in vary)
+        e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, "e")
+        e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, "e")
+        return f"""static __attribute__((noinline)) {ACC} SG_FN(block)(const char *const *p,
+                                                    const int64_t *s, int64_t m) {{
+{self.hoisted()}
+{_per_input("    const char *r@ = p[@]; const int64_t s@ = s[@];", vary)}
     const int contig = {contig};
+    {ACC} lane[{L}];
+    for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
+{nan_decl}    int64_t i = 0;
+    if (contig) {{
+{qs}
+        for (; i + {L} <= m; i += {L})
+            for (int l = 0; l < {L}; l++) {{
+                {e_vec}
+                {self.lane_comb('lane[l]', 'e', 'nanf[l]')}
+            }}
+    }}
+    const int64_t msk = contig ? 0 : {L - 1};
+    for (; i < m; i++) {{
+        {e_str}
+        {self.lane_comb('lane[i & msk]', 'e', 'nanf[i & msk]')}
+    }}
+    return SG_FN(tree)(lane{', nanf' if self.nan_lanes else ''});
+}}
 """
-        ptrs = (_per_input("        const char *p@ = b[@];", vary) + "\n"
-                "        for (int d = 0; d < nro; d++) {\n"
-                + _per_input("            p@ += idx[d] * pl->rstr[d][@];", vary) + "\n"
-                "        }")
-        return head, ptrs, body, NANT, L
+
+    def tree_fn(self):
+        """SG_FN(tree): a block's lanes combined as a tree (and its NaN flags
+        into a NaN result).  A function of its own, compiled as a driver: GCC
+        spent about as long unrolling and vectorizing this tree in every
+        kernel as on the block's loops, for about 1% of a block's time."""
+        ACC, L = self.ACC, _lanes(self.spec.acc_dtype)
+        NANT = "int32_t" if ACC == "float" else "int64_t"
+        nan_param = f", {NANT} *nanf" if self.nan_lanes else ""
+        return f"""static __attribute__((noinline)) {ACC} SG_FN(tree)({ACC} *lane{nan_param}) {{
+    for (int w = {L // 2}; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) {{
+            {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')}
+        }}
+{self._nan_fix(L, NANT)}    return lane[0];
+}}
+"""
 
     def _nan_fix(self, L, NANT):
         """C turning a block's NaN flags into a NaN result (float max/min)."""
         if not self.nan_lanes:
             return ""
-        return (f"            {{ {NANT} any = 0;\n"
-                f"              for (int l = 0; l < {L}; l++) any |= nanf[l];\n"
-                f"              if (any) lane[0] = NAN; }}\n")
+        return (f"    {{ {NANT} any = 0;\n"
+                f"      for (int l = 0; l < {L}; l++) any |= nanf[l];\n"
+                f"      if (any) lane[0] = NAN; }}\n")
+
+    def _seek(self, indent):
+        """C declaring ``p``: every input's first element of the reduced row
+        at index ``idx`` (rows of the reduced dimensions but the innermost).
+        Inputs constant over the group have stride 0 there."""
+        pad = " " * indent
+        return (f"{pad}const char *p[{self.nin}];\n"
+                f"{pad}for (int k = 0; k < {self.nin}; k++) {{\n"
+                f"{pad}    p[k] = b[k];\n"
+                f"{pad}    for (int d = 0; d < nro; d++) p[k] += idx[d] * pl->rstr[d][k];\n"
+                f"{pad}}}\n")
+
+    def _block_call(self, indent, target):
+        """C calling SG_FN(block) on the block at ``i0`` of the row at ``p``."""
+        pad, block = " " * indent, self._block_size()
+        return (f"{pad}const int64_t m = n - i0 < {block} ? n - i0 : {block};\n"
+                f"{pad}const char *q[{self.nin}];\n"
+                f"{pad}for (int k = 0; k < {self.nin}; k++) q[k] = p[k] + i0 * s[k];\n"
+                f"{pad}{target} = SG_FN(block)(q, s, m);\n")
 
     def _fold(self, value):
         """(declarations, statements adding block result ``value`` to the
@@ -391,18 +428,18 @@ class _Gen:
                 "")
 
     def group_fn(self):
+        """SG_FN(group): path A, one group: its blocks (SG_FN(block)) folded in order."""
         ACC, block = self.ACC, self._block_size()
-        head, ptrs, body, NANT, L = self._group_parts()
-        acc_decl, push, finish = self._fold("lane[0]")
-        push = self._nan_fix(L, NANT) + push
+        acc_decl, push, finish = self._fold("r")
         return f"""static {ACC} SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
-{head}    const int64_t outer = pl->rsize / n;
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro], outer = pl->rsize / n;
+    const int64_t *s = pl->rstr[nro];
     int64_t idx[SG_MAXDIMS] = {{0}};
 {acc_decl}
     for (int64_t o = 0; o < outer; o++) {{
-{ptrs}
-        for (int64_t i0 = 0; i0 < n; i0 += {block}) {{
-{body}{push}
+{self._seek(8)}        for (int64_t i0 = 0; i0 < n; i0 += {block}) {{
+{self._block_call(12, f"const {ACC} r")}{push}
         }}
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
     }}
@@ -469,37 +506,47 @@ class _Gen:
         return text
 
     # ---- argmax/argmin: the first element equal to the group's extremum
-    def find_fn(self):
-        """SG_FN(find): the C-order index of the first element equal to ``best``
-        (or the first NaN when ``best`` is NaN, as NumPy's argmax), scanning
-        contiguous runs in vectorizable blocks of 64."""
+    def scan_fn(self):
+        """SG_FN(scan): the first ``i`` in [a, z) whose element (at ``p0 + i *
+        s0``) equals ``best`` (or is NaN when ``best`` is: NumPy's argmax), -1
+        when none does.  Blocks of 64 of a contiguous run are first checked in
+        a vectorizable loop; a block with a hit (or a strided block) is
+        scanned one element at a time."""
         T, ACC = self.T, self.ACC
         hit = "(v == best) | ((v != v) & bn)"
-        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
-        e_one = self.elem({0: "q0[i]"}, "v")
+        e_blk = self.elem({0: "q0[i]"}, "v")
         e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
+        return f"""static __attribute__((noinline)) int64_t SG_FN(scan)(const char *p0, int64_t s0,
+                                                        int64_t a, int64_t z, {ACC} best) {{
+    const int bn = best != best, contig = s0 == (int64_t)sizeof({T[0]});
+    for (int64_t i0 = a; i0 < z; i0 += 64) {{
+        const int64_t i1 = z - i0 < 64 ? z : i0 + 64;
+        if (contig) {{
+            const {T[0]} *q0 = (const {T[0]} *)p0;
+            int any = 0;
+            for (int64_t i = i0; i < i1; i++) {{ {e_blk} any |= {hit}; }}
+            if (!any) continue;
+        }}
+        for (int64_t i = i0; i < i1; i++) {{ {e_str} if ({hit}) return i; }}
+    }}
+    return -1;
+}}
+"""
+
+    def find_fn(self):
+        """SG_FN(find): the C-order index of the first element equal to ``best``
+        (SG_FN(scan) along each row of the group)."""
         return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl,
-                                 {ACC} best) {{
+                                 {self.ACC} best) {{
     const int nro = pl->nr - 1;
     const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
     const int64_t outer = pl->rsize / n;
-    const int bn = best != best;
     int64_t idx[SG_MAXDIMS] = {{0}};
     for (int64_t o = 0, flat = 0; o < outer; o++, flat += n) {{
         const char *p0 = b[0];
         for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
-        if (s0 == (int64_t)sizeof({T[0]})) {{
-            const {T[0]} *q0 = (const {T[0]} *)p0;
-            for (int64_t i0 = 0; i0 < n; i0 += 64) {{
-                const int64_t m = n - i0 < 64 ? n - i0 : 64;
-                int any = 0;
-                for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
-                if (!any) continue;
-                for (int64_t i = i0; i < i0 + m; i++) {{ {e_one} if ({hit}) return flat + i; }}
-            }}
-        }} else {{
-            for (int64_t i = 0; i < n; i++) {{ {e_str} if ({hit}) return flat + i; }}
-        }}
+        const int64_t i = SG_FN(scan)(p0, s0, 0, n, best);
+        if (i >= 0) return flat + i;
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
     }}
     return 0;
@@ -549,9 +596,10 @@ class _Gen:
 
     def source(self):
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.group_fn() + (self.find_fn() if self.arg else self.cols_fn()),
+                 self.tree_fn(), self.block_fn(), self.group_fn(),
+                 self.scan_fn() + self.find_fn() if self.arg else self.cols_fn(),
                  self.run_fn()]
-        return "\n".join(parts)
+        return mark_drivers("\n".join(parts))
 
     def header(self):
         s = self.spec

@@ -28,7 +28,7 @@ it is computing, not a fixed share (docs/threads.md).  Where an item starts
 never changes a result.
 """
 
-from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen
+from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen, mark_drivers
 
 __all__ = ["ParallelGen", "ROW_SPLIT_ITEMS", "ROW_PART_MIN", "ROW_PARTS_MAX"]
 
@@ -49,29 +49,30 @@ class ParallelGen(_Gen):
 
     def source(self):
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.group_fn(), self.blocks_fn(), self.fold_fn()]
-        parts += ([self.find_fn(), self.pfind_fn()] if self.arg else
+                 self.tree_fn(), self.block_fn(), self.group_fn(), self.blocks_fn(),
+                 self.fold_fn()]
+        parts += ([self.scan_fn(), self.find_fn(), self.pfind_fn()] if self.arg else
                   [self.ranged_cols_fn(), self.rows_fn()])
         parts += [self.items_fn(), self.split_fn(), self.prun_fn()]
-        return "\n".join(parts)
+        return mark_drivers("\n".join(parts))
 
     def blocks_fn(self):
         """SG_FN(blocks) (OpenMP kernels): the results of blocks [lo, hi) of a
         group (blocks numbered in the serial order: rows of the reduced
-        dimensions, PAIR_BLOCK or PLAIN_BLOCK elements each) into ``res``."""
+        dimensions, PAIR_BLOCK or PLAIN_BLOCK elements each; SG_FN(block), as
+        the serial group) into ``res``."""
         block = self._block_size()
-        head, ptrs, body, NANT, L = self._group_parts()
         return f"""static void SG_FN(blocks)(const char *const *b, const sg_red_plan *pl,
                              int64_t lo, int64_t hi, {self.ACC} *res) {{
-{head}    const int64_t nb = (n + {block} - 1) / {block};
+    const int nro = pl->nr - 1;
+    const int64_t n = pl->rshape[nro], nb = (n + {block} - 1) / {block};
+    const int64_t *s = pl->rstr[nro];
     int64_t idx[SG_MAXDIMS] = {{0}};
     int64_t rest = lo / nb, start = lo % nb * {block}, blk = lo;
     for (int d = nro - 1; d >= 0; d--) {{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }}
     while (blk < hi) {{
-{ptrs}
-        for (int64_t i0 = start; i0 < n && blk < hi; i0 += {block}, blk++) {{
-{body}{self._nan_fix(L, NANT)}            res[blk - lo] = lane[0];
-        }}
+{self._seek(8)}        for (int64_t i0 = start; i0 < n && blk < hi; i0 += {block}, blk++) {{
+{self._block_call(12, "res[blk - lo]")}        }}
         start = 0;
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
     }}
@@ -127,20 +128,16 @@ class ParallelGen(_Gen):
 
     def pfind_fn(self):
         """SG_FN(findr) and SG_FN(pfind) (OpenMP argmax/argmin): the threads
-        scan contiguous ranges of the group's C-order positions; a thread stops
-        once a thread before it has a hit; the smallest hit is the first."""
-        T, ACC = self.T, self.ACC
-        hit = "(v == best) | ((v != v) & bn)"
-        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
-        e_one = self.elem({0: "q0[i]"}, "v")
-        e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
+        scan contiguous ranges of the group's C-order positions (SG_FN(scan),
+        4096 at a time); a thread stops once a thread before it has a hit; the
+        smallest hit is the first."""
+        ACC = self.ACC
         stop = "__atomic_load_n(first, __ATOMIC_RELAXED) < lo"
         return f"""static int64_t SG_FN(findr)(const char *const *b, const sg_red_plan *pl,
                                   {ACC} best, int64_t lo, int64_t hi,
                                   const int64_t *first) {{
     const int nro = pl->nr - 1;
     const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
-    const int bn = best != best;
     int64_t idx[SG_MAXDIMS] = {{0}}, rest = lo / n;
     for (int d = nro - 1; d >= 0; d--) {{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }}
     for (int64_t flat = lo - lo % n; flat < hi; flat += n) {{
@@ -150,18 +147,8 @@ class ParallelGen(_Gen):
         for (int64_t c0 = a; c0 < z; c0 += 4096) {{
             const int64_t c1 = z - c0 < 4096 ? z : c0 + 4096;
             if ({stop}) return -1;
-            if (s0 == (int64_t)sizeof({T[0]})) {{
-                const {T[0]} *q0 = (const {T[0]} *)p0;
-                for (int64_t i0 = c0; i0 < c1; i0 += 64) {{
-                    const int64_t m = c1 - i0 < 64 ? c1 - i0 : 64;
-                    int any = 0;
-                    for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
-                    if (!any) continue;
-                    for (int64_t i = i0; i < i0 + m; i++) {{ {e_one} if ({hit}) return flat + i; }}
-                }}
-            }} else {{
-                for (int64_t i = c0; i < c1; i++) {{ {e_str} if ({hit}) return flat + i; }}
-            }}
+            const int64_t i = SG_FN(scan)(p0, s0, c0, c1, best);
+            if (i >= 0) return flat + i;
         }}
         for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
     }}
