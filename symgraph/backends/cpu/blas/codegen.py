@@ -16,7 +16,7 @@ from symgraph.backends.c_family.c_types import c_type
 from symgraph.backends.native.kernel import COMPUTE, INPLACE, CKernel
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 
 _FLOAT_COMPUTE = {"float16": "float", "float32": "float", "float64": "double"}
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -318,7 +318,7 @@ def _float_update(op_name, T, inplace=False):
     kind, alias, check = _update_kind(inplace)
     call, call_t = _float_call(op_name, p, T)
     beta = _scalar(4, T) if op_name != "Ger" else f"({T})1"
-    scale = "zij" if op_name == "Ger" else "beta * zij"
+    scaled = 0 if op_name == "Ger" else 1
     # In place, when z's layout suits BLAS as it is, the result is written
     # straight into z: nothing to copy when beta is 1 (an SGD update), else z
     # scaled where it lies (as NumPy's z * b, NaN * 0 included).  A matrix z
@@ -331,9 +331,7 @@ def _float_update(op_name, T, inplace=False):
     if (sg_blas_{p}_target(out[0].data, rows, cols, zrs, zcs, 1, &c, &ldc, &wout, err))
         return 1;
     if (!wout) {{
-        if (beta != 1)
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t j = 0; j < cols; j++) c[i * ldc + j] *= beta;
+        if (beta != 1) sg_blas_{p}_scale(c, ldc, rows, cols, beta);
         return {call};
     }}
     free(wout); wout = NULL;"""
@@ -342,9 +340,7 @@ def _float_update(op_name, T, inplace=False):
     if (sg_blas_{p}_target(out[0].data, cols, rows, zcs, zrs, 1, &c, &ldc, &wout, err))
         return 1;
     if (!wout) {{
-        if (beta != 1)
-            for (int64_t j = 0; j < cols; j++)
-                for (int64_t i = 0; i < rows; i++) c[j * ldc + i] *= beta;
+        if (beta != 1) sg_blas_{p}_scale(c, ldc, cols, rows, beta);
         return {call_t};
     }}
     free(wout); wout = NULL;"""
@@ -359,11 +355,7 @@ def _float_update(op_name, T, inplace=False):
         return 1;
     /* The result starts as beta * z (as NumPy computes it, NaN * 0 included);
        BLAS then adds alpha * the product with beta = 1. */
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {{
-            {T} zij; memcpy(&zij, in[0].data + i * zrs + j * zcs, sizeof zij);
-            c[i * ldc + j] = {scale};
-        }}
+    sg_blas_{p}_load_scaled(c, ldc, rows, cols, in[0].data, zrs, zcs, beta, {scaled});
     int rc = {call};
     if (!rc && wout)
         sg_blas_store_{T}_{T}(c, ldc, rows, cols, out[0].data, {ors}, {ocs});
