@@ -167,15 +167,13 @@ def test_a_large_function_is_split_over_the_cores(monkeypatch):
 
 
 def test_libraries_are_balanced_by_compile_weight(monkeypatch):
-    """Reduction kernels cost the compiler about twice as much per character:
-    two of them and much element-wise C split one reduction per library, where
-    by characters alone both reductions would share one."""
+    """Kernels that cost the compiler about twice as much per character: two
+    of them and much element-wise C split one heavy kernel per library, where
+    by characters alone both would share one."""
     import dataclasses
 
-    from symgraph.backends.cpu.reduce.codegen import COMPILE_WEIGHT
-
     monkeypatch.setattr(linker, "_cores", lambda: 2)
-    heavy = dataclasses.replace(_kernel(14000), compile_weight=COMPILE_WEIGHT)
+    heavy = dataclasses.replace(_kernel(14000), compile_weight=2.2)
     missing = {"r0": heavy, "r1": dataclasses.replace(heavy, source=heavy.source + " "),
                **{f"e{i}": _kernel(13000 + i) for i in range(3)}}
     groups = linker._groups(missing)

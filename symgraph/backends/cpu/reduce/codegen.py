@@ -51,7 +51,7 @@ from symgraph.backends.cpu.reduce.plan import MAX_INPUTS
 from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 3
+VERSION = 4
 #: Elements per pairwise block in path A (float sums).
 PAIR_BLOCK = 1024
 #: Elements per block for the other reductions (no pairwise combination).
@@ -59,16 +59,21 @@ PLAIN_BLOCK = 16384
 #: Outputs accumulated together in path B.
 COL_CHUNK = 512
 #: The compiler's time per character of a reduction kernel against an
-#: element-wise one's (GCC 12, -O2: 16.6 against 7.5 us; the lanes, the
-#: pairwise blocks and both paths are vectorized loops).
-COMPILE_WEIGHT = 2.2
-#: The functions of a kernel that touch every element (the fused element's
-#: loops): compiled at the command line's level (-O2, vectorized).  The others
-#: drive them, once per block, output, run of columns or call, and are
-#: compiled at -O1 (DRIVER): GCC's time on a parallel reduction kernel was
-#: mostly spent vectorizing and unrolling these drivers' loops.
+#: element-wise one's (GCC 12, -O2: about 6.5 against 7.5 us for an OpenMP
+#: kernel, from 16.6 before its drivers were compiled at -O1/-Og and its
+#: fused loops shared; estimated from GCC's instruction counts).
+COMPILE_WEIGHT = 0.9
+#: How GCC optimizes each function of a kernel.  The functions that touch
+#: every element (the fused element's loops) at the command line's level
+#: (-O2, vectorized); the others only drive them, and GCC spent most of its
+#: time on a parallel reduction kernel vectorizing and unrolling their loops:
+#: those run once per output (group, items, find) at -O1, those run once per
+#: call, part or block at -Og (the cheapest to compile that keeps variables in
+#: registers).
 HOT = ("block", "cols", "scan")
-DRIVER = '__attribute__((optimize("O1")))'
+PER_OUTPUT = ("group", "items", "find")
+DRIVER = '__attribute__((optimize("Og")))'
+PER_OUTPUT_DRIVER = '__attribute__((optimize("O1")))'
 #: With OpenMP: path B's columns are shared out in multiples of this many, so
 #: that every column keeps its place in the vector loop (body or tail).
 COL_UNIT = 64
@@ -170,10 +175,19 @@ def _lanes(acc_dtype):
 
 
 def mark_drivers(source):
-    """``source`` with DRIVER before every function definition not in HOT."""
+    """``source`` with DRIVER (PER_OUTPUT_DRIVER) before every function
+    definition not in HOT (in PER_OUTPUT)."""
     def mark(match):
-        return match.group(0) if match.group(2) in HOT else f"{DRIVER} {match.group(0)}"
+        name = match.group(2)
+        if name in HOT:
+            return match.group(0)
+        return f"{PER_OUTPUT_DRIVER if name in PER_OUTPUT else DRIVER} {match.group(0)}"
     return re.sub(r"^(static |int )[^\n]*?SG_FN\((\w+)\)\(", mark, source, flags=re.M)
+
+
+def _halves(n):
+    """n/2, n/4, ..., 1: the levels of a tree over ``n`` lanes."""
+    return [n >> k for k in range(1, n.bit_length())]
 
 
 def _per_input(fmt, indices):
@@ -328,11 +342,17 @@ class _Gen:
         """SG_FN(block): path A's result of one block: ``m`` elements of every
         input, input k's first at ``p[k]`` and the next ones ``s[k]`` bytes
         apart, reduced in ``L`` lanes (vectorized where the inputs are
-        contiguous) combined as a tree.  The serial group and the OpenMP blocks
-        both call it: one copy of the fused element in path A, and the same
-        code for every block.  Contiguous or not, the scalar loop puts element
-        ``i`` in lane ``i & msk``: the tail of the vector loop in lane 0, a
-        strided block spread over the lanes."""
+        contiguous; the vector loop's tail goes to lane 0, a strided block's
+        element ``i`` to lane ``i % L``) combined as a tree.  The serial group
+        and the OpenMP blocks both call it: one copy of the fused element's
+        loops in path A, and the same code for every block.
+
+        What GCC spends its time on is kept small: the strided loop holds an
+        empty ``asm`` (GCC would otherwise gather its loads, at the cost of
+        another vector loop), and the tree is one loop per level (nested loops
+        were unrolled and then vectorized statement by statement, which cost
+        GCC as much as the block's loops).  The contiguous tail stays
+        vectorizable: a fused element (expf) is computed in vectors there."""
         T, ACC, L = self.T, self.ACC, _lanes(self.spec.acc_dtype)
         NANT = "int32_t" if ACC == "float" else "int64_t"
         nan_decl = (f"    {NANT} nanf[{L}]; for (int l = 0; l < {L}; l++) nanf[l] = 0;\n"
@@ -341,7 +361,11 @@ class _Gen:
         contig = " && ".join([f"s{k} == (int64_t)sizeof({T[k]})" for k in vary] or ["1"])
         qs = "\n".join(f"        const {T[k]} *q{k} = (const {T[k]} *)r{k};" for k in vary)
         e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, "e")
+        e_one = self.elem({k: f"q{k}[i]" for k in vary}, "e")
         e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, "e")
+        tree = "".join(
+            f"    for (int l = 0; l < {w}; l++) {{ {self.lane_comb('lane[l]', f'lane[l + {w}]', 'nanf[l]')} }}\n"
+            for w in _halves(L))
         return f"""static __attribute__((noinline)) {ACC} SG_FN(block)(const char *const *p,
                                                     const int64_t *s, int64_t m) {{
 {self.hoisted()}
@@ -357,30 +381,17 @@ class _Gen:
                 {e_vec}
                 {self.lane_comb('lane[l]', 'e', 'nanf[l]')}
             }}
-    }}
-    const int64_t msk = contig ? 0 : {L - 1};
-    for (; i < m; i++) {{
-        {e_str}
-        {self.lane_comb('lane[i & msk]', 'e', 'nanf[i & msk]')}
-    }}
-    return SG_FN(tree)(lane{', nanf' if self.nan_lanes else ''});
-}}
-"""
-
-    def tree_fn(self):
-        """SG_FN(tree): a block's lanes combined as a tree (and its NaN flags
-        into a NaN result).  A function of its own, compiled as a driver: GCC
-        spent about as long unrolling and vectorizing this tree in every
-        kernel as on the block's loops, for about 1% of a block's time."""
-        ACC, L = self.ACC, _lanes(self.spec.acc_dtype)
-        NANT = "int32_t" if ACC == "float" else "int64_t"
-        nan_param = f", {NANT} *nanf" if self.nan_lanes else ""
-        return f"""static __attribute__((noinline)) {ACC} SG_FN(tree)({ACC} *lane{nan_param}) {{
-    for (int w = {L // 2}; w > 0; w /= 2)
-        for (int l = 0; l < w; l++) {{
-            {self.lane_comb('lane[l]', 'lane[l + w]', 'nanf[l]')}
+        for (; i < m; i++) {{
+            {e_one}
+            {self.lane_comb('lane[0]', 'e', 'nanf[0]')}
         }}
-{self._nan_fix(L, NANT)}    return lane[0];
+    }}
+    for (; i < m; i++) {{
+        __asm__("");
+        {e_str}
+        {self.lane_comb(f'lane[i & {L - 1}]', 'e', f'nanf[i & {L - 1}]')}
+    }}
+{tree}{self._nan_fix(L, NANT)}    return lane[0];
 }}
 """
 
@@ -485,6 +496,7 @@ class _Gen:
                 }}
             }} else {{
                 for (int64_t j = 0; j < m; j++) {{
+                    __asm__("");  /* not vectorized: a gather loop costs GCC more than it gains */
                     {e_str}
                     acc[j] = {self.comb('acc[j]', 'e')};
                 }}
@@ -514,21 +526,23 @@ class _Gen:
         scanned one element at a time."""
         T, ACC = self.T, self.ACC
         hit = "(v == best) | ((v != v) & bn)"
-        e_blk = self.elem({0: "q0[i]"}, "v")
+        e_blk = self.elem({0: "q0[i0 + i]"}, "v")
         e_str = self.elem({0: f"*(const {T[0]} *)(p0 + i * s0)"}, "v")
         return f"""static __attribute__((noinline)) int64_t SG_FN(scan)(const char *p0, int64_t s0,
                                                         int64_t a, int64_t z, {ACC} best) {{
-    const int bn = best != best, contig = s0 == (int64_t)sizeof({T[0]});
-    for (int64_t i0 = a; i0 < z; i0 += 64) {{
-        const int64_t i1 = z - i0 < 64 ? z : i0 + 64;
-        if (contig) {{
-            const {T[0]} *q0 = (const {T[0]} *)p0;
+    const int bn = best != best;
+    if (s0 == (int64_t)sizeof({T[0]})) {{
+        const {T[0]} *q0 = (const {T[0]} *)p0;
+        for (int64_t i0 = a; i0 < z; i0 += 64) {{
+            const int64_t m = z - i0 < 64 ? z - i0 : 64;
             int any = 0;
-            for (int64_t i = i0; i < i1; i++) {{ {e_blk} any |= {hit}; }}
+            for (int64_t i = 0; i < m; i++) {{ {e_blk} any |= {hit}; }}
             if (!any) continue;
+            for (int64_t i = i0; i < i0 + m; i++) {{ {e_str} if ({hit}) return i; }}
         }}
-        for (int64_t i = i0; i < i1; i++) {{ {e_str} if ({hit}) return i; }}
+        return -1;
     }}
+    for (int64_t i = a; i < z; i++) {{ {e_str} if ({hit}) return i; }}
     return -1;
 }}
 """
@@ -596,7 +610,7 @@ class _Gen:
 
     def source(self):
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.tree_fn(), self.block_fn(), self.group_fn(),
+                 self.block_fn(), self.group_fn(),
                  self.scan_fn() + self.find_fn() if self.arg else self.cols_fn(),
                  self.run_fn()]
         return mark_drivers("\n".join(parts))

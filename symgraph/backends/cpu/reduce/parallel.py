@@ -49,8 +49,7 @@ class ParallelGen(_Gen):
 
     def source(self):
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.tree_fn(), self.block_fn(), self.group_fn(), self.blocks_fn(),
-                 self.fold_fn()]
+                 self.block_fn(), self.group_fn(), self.blocks_fn(), self.fold_fn()]
         parts += ([self.scan_fn(), self.find_fn(), self.pfind_fn()] if self.arg else
                   [self.ranged_cols_fn(), self.rows_fn()])
         parts += [self.items_fn(), self.split_fn(), self.prun_fn()]
