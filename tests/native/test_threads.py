@@ -370,13 +370,16 @@ def test_a_thread_that_backs_off_runs_its_regions_on_one_thread():
     assert team() == 1
     # regions run on one thread meanwhile, with the same bits
     x = T.fvector("x")
-    with symgraph.config.change_flags(openmp=True, openmp_elemwise_minsize=0):
-        f = symgraph.function([x], T.exp(x) * 2 + T.tanh(x))
+    m = x[:300000].reshape((600, 500))
+    with symgraph.config.change_flags(openmp=True, **SMALL):
+        f = symgraph.function([x], [T.exp(x) * 2 + T.tanh(x), T.sum(T.exp(x)),
+                                    T.sum(m, axis=0), T.max(m, axis=1), T.nnet.softmax(m)])
     value = RNG.standard_normal(300001).astype("float32")
     lib.sg_threads_back_off(0.0)
-    want = f(value)
+    want = [np.asarray(o).copy() for o in f(value)]
     lib.sg_threads_back_off(5.0)
-    np.testing.assert_array_equal(f(value), want)
+    for got, expected in zip(f(value), want):
+        np.testing.assert_array_equal(got, expected)
     lib.sg_threads_back_off(0.0)
     time.sleep(0.001)
     assert team() == whole

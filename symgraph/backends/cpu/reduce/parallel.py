@@ -25,7 +25,8 @@ the flag off, are unchanged):
 Work is shared out dynamically, in about eight items per thread: a thread
 that the system deschedules (another process on its core) holds up the item
 it is computing, not a fixed share (docs/threads.md).  Where an item starts
-never changes a result.
+never changes a result.  The team is the thread runtime's (``sg_region_team``):
+one thread while the calling thread backs off under load.
 """
 
 from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen, mark_drivers
@@ -314,7 +315,8 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         u = COL_UNIT
         return f"""{head}    const int64_t per = cols ? (pl.kshape[pl.nk - 1] + {u} - 1) / {u} : 1;
     const int64_t items = count * per;
-    const int nt = omp_get_max_threads();
+    /* one while the calling thread backs off under load (sg_region_team) */
+    const int nt = sg_region_team();
     if (pl.rsize == 0 || pl.ksize * pl.rsize < {self.minpar}) {{
         SG_FN(items)(in, out, &pl, cols, nko, per, 0, items);
         return 0;
