@@ -101,14 +101,14 @@ static int64_t sg_blocks(int64_t dim, int nt) {
  * nothing to wait for) for a back-off that doubles while it keeps happening
  * (sg_threads_backoff_min to _max seconds), and the first product after it
  * probes with the whole team again.  The results do not depend on it.
- * Only these products adapt: the kernels' own loops keep the OpenMP team
- * (their dynamic schedules bound what a descheduled thread holds up). */
+ * Every family's parallel loops follow the same state (below: "any parallel
+ * region"). */
 SG_EXPORT double sg_threads_late_s = 0.0005;
 SG_EXPORT double sg_threads_backoff_min = 0.02, sg_threads_backoff_max = 1.0;
 /* How many times a wait was seen and the products ran unsplit (tests read it). */
 SG_EXPORT int64_t sg_threads_lowered = 0;
 
-static __thread double sg_until = 0, sg_backoff = 0;
+static __thread double sg_until = 0, sg_backoff = 0, sg_last_late = 0;
 
 static double sg_now(void) {
     struct timespec t;
@@ -116,14 +116,23 @@ static double sg_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* After a split product: `waited` at the end, `block` the mean block time. */
+/* After a parallel region: `waited` at the end, `block` the mean item time.
+ * A probe that did not wait forgets the back-off only when no region waited
+ * for four back-offs' time: under a load that comes and goes (most regions
+ * of a step on a shared machine find the core free, a few do not) the next
+ * wait is near, and resetting at the first good probe made the back-off
+ * start again from its minimum every time (measured with two other busy
+ * processes on 2 cores: the 2-thread MLP step took 7 to 9 ms with that reset,
+ * 11 to 13 ms with no back-off, 5 to 6 ms on one thread). */
 static void sg_adapt_after(double waited, double block) {
+    const double now = sg_now();
     if (waited > sg_threads_late_s && waited > 2 * block) {
         sg_backoff = sg_backoff > 0 ? 2 * sg_backoff : sg_threads_backoff_min;
         if (sg_backoff > sg_threads_backoff_max) sg_backoff = sg_threads_backoff_max;
-        sg_until = sg_now() + sg_backoff;
+        sg_until = now + sg_backoff;
+        sg_last_late = now;
         __atomic_add_fetch(&sg_threads_lowered, 1, __ATOMIC_RELAXED);
-    } else {
+    } else if (now - sg_last_late > 4 * sg_backoff) {
         sg_backoff = 0;
     }
 }
