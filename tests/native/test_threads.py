@@ -385,9 +385,11 @@ def test_a_thread_that_backs_off_runs_its_regions_on_one_thread():
     assert team() == whole
 
 
-def test_convolution_and_pooling_follow_the_back_off_with_the_same_bits():
-    # the convolution library's loops ask the thread runtime for their team
+def test_convolution_pooling_and_batch_norm_follow_the_back_off_with_the_same_bits():
+    # the convolution library's loops ask the thread runtime for their team;
+    # batch norm's passes size their workspaces for the team they are given
     from symgraph.backends.cpu.conv import library as conv_library
+    from symgraph.tensor.nnet.bn import batch_normalization_train
 
     lib = threads.library()
     if lib is None:
@@ -401,8 +403,10 @@ def test_convolution_and_pooling_follow_the_back_off_with_the_same_bits():
     x, w = T.tensor4("x", dtype="float32"), T.tensor4("w", dtype="float32")
     y = T.nnet.conv2d(x, w)
     p = pool_2d(T.nnet.relu(y), ws=(2, 2), ignore_border=True)
+    g = T.ones((1, 6, 1, 1), dtype="float32")
+    n = batch_normalization_train(p, g, g * 0, axes="spatial")[0]
     with symgraph.config.change_flags(openmp=True, **SMALL):
-        f = symgraph.function([x, w], [y, p, *T.grad(T.sum(p ** 2), [x, w])])
+        f = symgraph.function([x, w], [y, p, n, *T.grad(T.sum(n ** 2), [x, w])])
     xv = RNG.standard_normal((8, 3, 17, 15)).astype("float32")
     wv = RNG.standard_normal((6, 3, 3, 3)).astype("float32")
     lib.sg_threads_back_off(0.0)

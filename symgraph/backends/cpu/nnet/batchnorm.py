@@ -32,7 +32,9 @@ elements run on threads: the passes that write an output share out rows
 (dynamically), the statistics of rows that each hold one channel (a spatial
 batch) share out groups of channels, each channel summing its rows in the
 serial order; the statistics of rows of many channels (per-activation) stay
-serial.  The bits are the serial kernel's on any thread count.
+serial.  The bits are the serial kernel's on any thread count, so a pass
+takes one thread while the calling thread backs off under load (its team
+comes from the thread runtime, once per pass, with the workspaces sized for it).
 
 float16 is stored as ``_Float16`` and computed in float32.  The parameters
 (scale, bias, the statistics) are gathered into contiguous per-channel
@@ -45,13 +47,14 @@ from symgraph.backends.c_family.c_types import FLOAT_SUFFIXES as _DTYPES
 from symgraph.backends.c_family.c_types import SUFFIX_C_TYPES as _CTYPE
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_type
+from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 from symgraph.backends.native.kernel import CKernel
 from symgraph.backends.c_family.c_files import c_file
 
 __all__ = ["bn_kernel", "BLOCK", "CHUNK"]
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 #: Elements summed in lanes of the compute type before adding to a double.
 BLOCK = 256
 #: Most elements of a row handled at once (the buffers' length).
@@ -158,5 +161,7 @@ def bn_kernel(kind, op, node):
     source = (f"/* {name} */\n" + _shape_source(op, node, kind, mask, name, axes)
               + f"\nint SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{\n"
               f"    return {call};\n}}\n")
-    support = (_COMMON, _core(_DTYPES[dtype][1]), _driver(dtype, minpar))
+    # an OpenMP kernel takes its team from the thread runtime (sg_region_team)
+    support = ((SUPPORT_ENTRY,) if openmp else ()) + (
+        _COMMON, _core(_DTYPES[dtype][1]), _driver(dtype, minpar))
     return CKernel(source=source, support=support, version=VERSION, openmp=openmp)
