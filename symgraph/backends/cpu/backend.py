@@ -73,7 +73,7 @@ def _headers_digest():
     """A hash of every header in c_src/ and its folders (``*.h``, and the ``*.inc``
     templates they include): kernels include them, so they are part of every
     kernel's key (editing sg_kernel.h or an algorithm must not reuse stale builds)."""
-    from symgraph.backends.cpu.support_lib import support_source_hash
+    from symgraph.backends.cpu.support_lib import current_source_hash
 
     digest = hashlib.sha256()
     for path in sorted(C_SRC.rglob("*")):
@@ -81,7 +81,7 @@ def _headers_digest():
             name = path.relative_to(C_SRC).as_posix()
             digest.update(name.encode() + b"\0" + path.read_bytes())
     # The generated support header (support_lib.py) is included by kernels too.
-    digest.update(b"support\0" + support_source_hash().encode())
+    digest.update(b"support\0" + current_source_hash().encode())
     return digest.hexdigest()
 
 

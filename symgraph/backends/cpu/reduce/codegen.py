@@ -59,10 +59,11 @@ PLAIN_BLOCK = 16384
 #: Outputs accumulated together in path B.
 COL_CHUNK = 512
 #: The compiler's time per character of a reduction kernel against an
-#: element-wise one's (GCC 12, -O2: about 6.5 against 7.5 us for an OpenMP
-#: kernel, from 16.6 before its drivers were compiled at -O1/-Og and its
-#: fused loops shared; estimated from GCC's instruction counts).
-COMPILE_WEIGHT = 0.9
+#: element-wise one's (GCC 12, -O2, an OpenMP float32 sum against the other
+#: kernels of the MLP's training step: about 12 against 9 us per character).
+#: Underestimating it put both of that step's sums in one library, which
+#: then took twice as long to compile as the other.
+COMPILE_WEIGHT = 1.4
 #: How GCC optimizes each function of a kernel.  The functions that touch
 #: every element (the fused element's loops) at the command line's level
 #: (-O2, vectorized); the others only drive them, and GCC spent most of its
