@@ -206,3 +206,21 @@ def test_padding_needs_ignore_border_and_gradient_shapes_are_checked():
             got = _message(dev, args)
             assert got == _message(cpu, args)
             assert "gives (1, 1, 2, 2)" in got and "ws=(2, 2), stride=(2, 2)" in got
+
+
+def test_a_pooled_maximum_of_another_dtype_stays_on_the_host():
+    """PoolDynamicGrad, unlike MaxPoolGrad, takes a pooled maximum of any
+    dtype; the device kernel reads it as x's type, so such a node runs on the
+    host (it read float64 maxima as float32: a zero gradient)."""
+    x, gz = T.tensor4("x", dtype="float32"), T.tensor4("gz", dtype="float32")
+    out = T.tensor4("out", dtype="float64")
+    ws, st, pd = _window()
+    grad = PoolDynamicGrad(2, True, "max")(x, out, gz, ws, st, pd)
+    dev, cpu = device_and_cpu([x, out, gz, ws, st, pd], [grad])
+    assert "PoolDynamicGrad" not in device_op_names(dev)
+    a = np.random.default_rng(2).standard_normal((1, 2, 4, 4)).astype("f")
+    maxima = a.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)).astype("f8")
+    args = (a, maxima, np.ones((1, 2, 2, 2), "f"), (2, 2), (2, 2), (0, 0))
+    got, want = dev(*args)[0], cpu(*args)[0]
+    assert want.sum() == 8
+    assert_same([got], [want], 0)

@@ -55,6 +55,12 @@ def pool_reason(node):
         return f"dtype {x.dtype} has no device pooling"
     if x.ndim - node.op.ndim > MAX_LEAD:
         return f"more than {MAX_LEAD} batch dimensions before the pooled ones"
+    # the kernel reads the pooled maximum as x's type; unlike MaxPoolGrad,
+    # PoolDynamicGrad does not make its dtype x's
+    if type(node.op).__name__ == "PoolDynamicGrad" and node.op.mode == "max" and \
+            node.inputs[1].dtype != x.dtype:
+        return (f"the pooled maximum has dtype {node.inputs[1].dtype}, "
+                f"the input {x.dtype}")
     return None
 
 
