@@ -181,7 +181,12 @@ static int SG_FN(counted)(const sg_array *x, sg_cu_nz_geo *g, int64_t **counts, 
                 (long long)(*nb + 1));
     if (*nb == 0) {{
         const int64_t zero = 0;
-        cudaMemcpy(*counts, &zero, sizeof zero, cudaMemcpyHostToDevice);
+        const cudaError_t set = cudaMemcpy(*counts, &zero, sizeof zero, cudaMemcpyHostToDevice);
+        if (set != cudaSuccess) {{
+            sg_cu_scratch_release(*counts, *got);
+            SG_FAIL(err, SG_ERR_RUNTIME, "%s: setting the count failed: %s", {what},
+                    cudaGetErrorString(set));
+        }}
         return 0;
     }}
     SG_LAUNCH(SG_FN(count), (unsigned)*nb, {BLOCK}, 0, *g, (const char *)x->data, n, *chunk,
