@@ -385,6 +385,21 @@ def test_a_thread_that_backs_off_runs_its_regions_on_one_thread():
     assert team() == whole
 
 
+def test_every_parallel_region_of_the_convolution_library_follows_the_back_off():
+    # its team comes from sg_conv_team / sg_conv_team_of (one thread while the
+    # calling thread backs off); the direct algorithms' regions ran on the
+    # whole team under load
+    import re
+
+    regions = 0
+    for path in sorted((ROOT / "c_src" / "conv").iterdir()):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"#pragma omp parallel(?:[^\n]*\\\n)*[^\n]*", text):
+            regions += 1
+            assert "num_threads(sg_conv_team" in match.group(0), (path.name, match.group(0))
+    assert regions >= 10
+
+
 def test_convolution_pooling_and_batch_norm_follow_the_back_off_with_the_same_bits():
     # the convolution library's loops ask the thread runtime for their team;
     # batch norm's passes size their workspaces for the team they are given
