@@ -1,4 +1,5 @@
-/* symgraph's thread runtime for BLAS calls (symgraph/backends/native/threads.py).
+/* symgraph's thread runtime (symgraph/backends/native/threads.py): the policy of
+ * the BLAS calls' threads, and the back-off under load of every parallel region.
  *
  * One policy for symgraph's threads and the BLAS pool: a BLAS routine that a
  * symgraph kernel calls runs on ONE BLAS thread, and a large matrix product
@@ -93,16 +94,17 @@ static int64_t sg_blocks(int64_t dim, int nt) {
  * takes a core, the thread that shares it is descheduled for a time slice
  * (milliseconds) now and then, and a region that waits for it at its end
  * costs that much: a dynamic schedule keeps the others busy meanwhile, but
- * cannot finish the block the descheduled thread holds.  So each split
- * product measures how long the calling thread waited at the end for the
- * others after running out of blocks; a wait longer than both
- * sg_threads_late_s and twice its own mean block means a peer was
- * descheduled: the calling thread's products then run unsplit (one thread,
- * nothing to wait for) for a back-off that doubles while it keeps happening
- * (sg_threads_backoff_min to _max seconds), and the first product after it
- * probes with the whole team again.  The results do not depend on it.
- * Every family's parallel loops follow the same state (below: "any parallel
- * region"). */
+ * cannot finish the block the descheduled thread holds.  So each region
+ * (a split product, an element-wise loop, softmax rows) measures how long the
+ * calling thread waited at the end for the others after running out of work
+ * items; a wait longer than both sg_threads_late_s and twice its own mean
+ * item means a peer was descheduled: the calling thread's regions then run
+ * on one thread (nothing to wait for) for a back-off that doubles while it
+ * keeps happening (sg_threads_backoff_min to _max seconds), and the first
+ * region after it probes with the whole team again.  The results do not
+ * depend on it.  The regions that do not measure (reductions, pooling,
+ * batch norm, the convolution library) follow the same state through
+ * sg_threads_region_team. */
 SG_EXPORT double sg_threads_late_s = 0.0005;
 SG_EXPORT double sg_threads_backoff_min = 0.02, sg_threads_backoff_max = 1.0;
 /* How many times a wait was seen and the products ran unsplit (tests read it). */

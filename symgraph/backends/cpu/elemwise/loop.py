@@ -231,8 +231,9 @@ def elemwise_kernel(node):
 
     # The loop driver (and its OpenMP regions) is in the shared support library,
     # compiled once with OpenMP: a kernel carries only its element loop, which
-    # the driver calls through a pointer.  Its own library needs no OpenMP
-    # (minpar -1: the driver never shares the work out).  A copy of the driver
+    # the driver calls through a pointer, with the size from which the driver
+    # shares the work out (minpar; -1 with the openmp flag off: never), so the
+    # kernel's own library needs no OpenMP.  A copy of the driver
     # in every library cost GCC about 0.15 s per library.
     source = "\n".join(src)
     support = [MVEC_SUPPORT, SUPPORT_ENTRY] + list(c_support(scalar_op))

@@ -550,6 +550,9 @@ def reduce_kernel(spec):
         from symgraph.backends.cpu.reduce.parallel import ParallelGen
 
         source = ParallelGen(spec, int(config.openmp_reduce_minsize)).source()
+        # a float sum's drivers (and OpenMP regions) are in the support library
+        # (reduce/sum_drivers.py): its own library needs no OpenMP
+        openmp = "#pragma omp" in source
     else:
         source = _Gen(spec).source()
     headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())

@@ -22,6 +22,9 @@ the flag off, are unchanged):
   results are exact; float sums and products are within the serial error
   bound and the same bits for any thread count, one included.
 
+Pairwise float sums call the support library's copy of these drivers
+(``reduce/sum_drivers.py``): GCC compiles them once instead of in every kernel.
+
 Work is shared out dynamically, in about eight items per thread: a thread
 that the system deschedules (another process on its core) holds up the item
 it is computing, not a fixed share (docs/threads.md).  Where an item starts
@@ -29,6 +32,7 @@ never changes a result.  The team is the thread runtime's (``sg_region_team``):
 one thread while the calling thread backs off under load.
 """
 
+from symgraph.backends.cpu.reduce import sum_drivers
 from symgraph.backends.cpu.reduce.codegen import COL_CHUNK, COL_UNIT, _Gen, mark_drivers
 
 __all__ = ["ParallelGen", "ROW_SPLIT_ITEMS", "ROW_PART_MIN", "ROW_PARTS_MAX"]
@@ -49,6 +53,11 @@ class ParallelGen(_Gen):
         self.minpar = minpar
 
     def source(self):
+        if sum_drivers.uses_drivers(self):
+            # the drivers are in the support library: the loops, a store, a run
+            parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
+                     self.block_fn(), self.ranged_cols_fn(), sum_drivers.kernel_functions(self)]
+            return mark_drivers("\n".join(parts))
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
                  self.block_fn(), self.group_fn(), self.blocks_fn(), self.fold_fn()]
         parts += ([self.scan_fn(), self.find_fn(), self.pfind_fn()] if self.arg else
