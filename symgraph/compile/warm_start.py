@@ -206,8 +206,9 @@ class WarmStart:
                       "graph": _flatten(fgraph, order), "natives": natives}
             payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
             cache = get_cache()
-            write_private_atomic(_entry_path(cache, self.key),
-                                 MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            text = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+            write_private_atomic(_entry_path(cache, self.key), text)
+            cache.note_added(len(text))     # it counts towards the size cap
         except Exception as exc:  # noqa: BLE001  (an op that does not pickle, a full disk)
             stats["uncacheable"] += 1
             _log.debug("warm start: the function was not stored: %s", exc)

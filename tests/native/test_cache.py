@@ -353,6 +353,55 @@ def test_size_cap_prunes_least_recently_used(root):
     assert path.exists()
 
 
+
+def _count_scans(cache, monkeypatch):
+    scans = []
+    real = cache.prune
+
+    def counted(*args, **kwargs):
+        scans.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "prune", counted)
+    return scans
+
+
+def test_builds_under_the_cap_do_not_scan_the_cache_each_time(root, monkeypatch):
+    from symgraph.backends.native import cache_cap
+
+    cache = get_cache()
+    scans = _count_scans(cache, monkeypatch)
+    with config.change_flags(compile_cache_size_mb=10):
+        for i in range(4):
+            cache.get_or_build(f"ffff000{i}", _blob_builder(1000))
+        assert len(scans) == 1                  # the first build, with no total yet
+        state = json.loads((root / cache_cap.STATE_NAME).read_text())
+        assert state["total"] >= 4000
+        # a scan once SCAN_SECONDS have passed, whatever the total
+        monkeypatch.setattr(cache_cap, "SCAN_SECONDS", 0.0)
+        cache.get_or_build("ffff0009", _blob_builder(1000))
+        assert len(scans) == 2
+        # a warm-start function written counts too: over the cap, a scan prunes
+        monkeypatch.setattr(cache_cap, "SCAN_SECONDS", 3600.0)
+        cache.note_added(11 * 2**20)
+        assert len(scans) == 3
+
+
+def test_a_damaged_running_total_is_rebuilt_by_a_scan(root, monkeypatch):
+    from symgraph.backends.native import cache_cap
+
+    cache = get_cache()
+    cache.get_or_build("abab0001", _blob_builder(1000))
+    scans = _count_scans(cache, monkeypatch)
+    for text in ("not json", '{"total": -5, "scanned": 0}', '{"total": "x"}', ""):
+        (root / cache_cap.STATE_NAME).write_text(text)
+        cache.get_or_build(f"abab{len(scans) + 2:04d}", _blob_builder(1000))
+        state = json.loads((root / cache_cap.STATE_NAME).read_text())
+        assert state["total"] == sum(e.size for e in cache.list_entries())
+    assert len(scans) == 4
+    cache.clear()
+    assert not (root / cache_cap.STATE_NAME).exists()
+
 def test_prune_and_stats(root):
     cache = get_cache()
     for i, age in enumerate((30, 20, 10)):

@@ -35,7 +35,9 @@ Rules, and why:
   shared for a hit, exclusive for a build; pruning removes only entries whose
   lock it can take at once, so it never removes a library being loaded.
 - After a build, least recently used entries are pruned down to
-  ``compile_cache_size_mb``, never the entry just built nor one in use.
+  ``compile_cache_size_mb``, never the entry just built nor one in use; the
+  cache is scanned for that only when a running total of its size, shared by
+  the processes, goes over the cap or once a minute (``cache_cap.py``).
   Warm-start entries count towards the cap and are pruned with the libraries,
   least recently used first; one removed is a miss (its function compiles as
   usual), one whose libraries were removed is repaired when next used.
@@ -61,6 +63,7 @@ except ImportError:  # not POSIX: fall back to a lock within this process only
     fcntl = None
 
 from symgraph.backends.cpu import compiler
+from symgraph.backends.native import cache_cap
 from symgraph.backends.native.cache_files import (  # noqa: F401  (re-exported)
     FUNCTIONS, META_NAME, CacheEntry, entry_info, function_entries, scandirs, sha256_file,
     write_private, write_private_atomic)
@@ -109,6 +112,7 @@ class ModuleCache:
         self._thread_locks = {}  # key -> threading.Lock, only where fcntl is missing
         self.hits = 0            # loads of complete entries without building
         self.builds = 0          # entries this object built
+        self._total_after_prune = 0   # the cache's size after the last prune
         self.ensure_root()
 
     def __repr__(self):
@@ -282,7 +286,8 @@ class ModuleCache:
             lib, built = self._build_locked(key, build_fn, parts, what)
             result = loader(str(lib))
         if built:
-            self._enforce_cap(keep=key)
+            entry = entry_info(self.entry_dir(key), False)
+            self._enforce_cap(keep=key, added=entry.size if entry else 0)
         return result
 
     def _build(self, key, build_fn, parts, what):
@@ -398,6 +403,7 @@ class ModuleCache:
             if gone:
                 removed.append(entry)
             total -= entry.size
+        self._total_after_prune = total
         return removed
 
     def _remove_unless_busy(self, entry):
@@ -425,18 +431,28 @@ class ModuleCache:
         finally:
             os.close(fd)
 
-    def _enforce_cap(self, keep):
-        # Every build scans (a stat per entry: milliseconds, against a compile's
-        # tenths of a second), so that the cap holds once all processes stop:
-        # an estimate kept per process would miss what the others added.
-        try:
+    def note_added(self, size, keep=()):
+        """Count an entry of ``size`` bytes just written (a warm-start function)
+        towards the size cap, pruning when the cache goes over it."""
+        self._enforce_cap(keep=keep, added=size)
+
+    def _enforce_cap(self, keep, added):
+        # A running total shared by the processes (cache_cap.py) says when to
+        # scan: a scan per build cost seconds in a cache of many entries.
+        from symgraph.config import config
+
+        def scan():
             removed = self.prune(keep=keep)
+            if removed:
+                _log.info("compile cache: pruned %d least recently used entries",
+                          len(removed))
+            return self._total_after_prune
+
+        try:
+            cache_cap.note_added(self._root_str, added,
+                                 config.compile_cache_size_mb * 2**20, scan)
         except OSError as exc:  # pruning is housekeeping: never fail a build over it
             _log.warning("pruning the compile cache %s failed: %s", self.root, exc)
-            return
-        if removed:
-            _log.info("compile cache: pruned %d least recently used entries",
-                      len(removed))
 
     def clean_tmp(self, max_age=TMP_MAX_AGE):
         """Remove folders in ``tmp/`` untouched for ``max_age`` seconds (left by killed
@@ -465,6 +481,8 @@ class ModuleCache:
             for item in list(os.scandir(self.root / sub)):
                 with contextlib.suppress(OSError):
                     os.unlink(item.path)
+        with contextlib.suppress(OSError):   # the running total of the size cap
+            os.unlink(self.root / cache_cap.STATE_NAME)
         self.clean_tmp(max_age=300)  # spare the build folders of running builds
         with self._mutex:
             self._verified.clear()
