@@ -356,13 +356,13 @@ def test_size_cap_prunes_least_recently_used(root):
 
 def _count_scans(cache, monkeypatch):
     scans = []
-    real = cache.prune
+    real = cache._prune
 
     def counted(*args, **kwargs):
         scans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cache, "prune", counted)
+    monkeypatch.setattr(cache, "_prune", counted)
     return scans
 
 

@@ -112,7 +112,6 @@ class ModuleCache:
         self._thread_locks = {}  # key -> threading.Lock, only where fcntl is missing
         self.hits = 0            # loads of complete entries without building
         self.builds = 0          # entries this object built
-        self._total_after_prune = 0   # the cache's size after the last prune
         self.ensure_root()
 
     def __repr__(self):
@@ -373,6 +372,10 @@ class ModuleCache:
         ``max_bytes`` (default: the ``compile_cache_size_mb`` flag), never those
         whose key is in ``keep``; also remove build folders older than an hour.
         Returns the removed entries."""
+        return self._prune(max_bytes, keep)[0]
+
+    def _prune(self, max_bytes=None, keep=()):
+        """:meth:`prune`, returning (the removed entries, the size left)."""
         from symgraph.config import config
 
         self.ensure_root()
@@ -403,8 +406,7 @@ class ModuleCache:
             if gone:
                 removed.append(entry)
             total -= entry.size
-        self._total_after_prune = total
-        return removed
+        return removed, total
 
     def _remove_unless_busy(self, entry):
         """Remove a pruned entry unless its lock is held (a process is loading or
@@ -442,11 +444,11 @@ class ModuleCache:
         from symgraph.config import config
 
         def scan():
-            removed = self.prune(keep=keep)
+            removed, total = self._prune(keep=keep)
             if removed:
                 _log.info("compile cache: pruned %d least recently used entries",
                           len(removed))
-            return self._total_after_prune
+            return total
 
         try:
             cache_cap.note_added(self._root_str, added,

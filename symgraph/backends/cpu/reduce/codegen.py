@@ -547,12 +547,14 @@ def reduce_kernel(spec):
 
     openmp = bool(config.openmp)
     if openmp:
+        from symgraph.backends.cpu.reduce import sum_drivers
         from symgraph.backends.cpu.reduce.parallel import ParallelGen
 
-        source = ParallelGen(spec, int(config.openmp_reduce_minsize)).source()
+        gen = ParallelGen(spec, int(config.openmp_reduce_minsize))
+        source = gen.source()
         # a float sum's drivers (and OpenMP regions) are in the support library
         # (reduce/sum_drivers.py): its own library needs no OpenMP
-        openmp = "#pragma omp" in source
+        openmp = not sum_drivers.uses_drivers(gen)
     else:
         source = _Gen(spec).source()
     headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())
