@@ -59,6 +59,7 @@ typedef struct {
     sg_array *in_desc, *out_desc;
     int64_t *shapes;
     const sg_allocator *alloc;  /* makes and views its outputs (0: host memory) */
+    const sg_allocator *context; /* its enter() selects the step's device; NULL: none */
     int as_view;            /* STEP_SELECT: the outputs alias the chosen inputs */
     int n_guards;           /* lazy ifelse: run only when every guard holds */
     int *guard_slots;       /* a condition's slot ... */
@@ -164,12 +165,12 @@ static PyObject *host_view(void *ctx, PyObject *base_obj, const sg_array *d, int
 }
 
 static const sg_allocator host_allocator = {
-    SG_ALLOCATOR_ABI, "host", NULL, host_empty, host_describe, host_fits, host_view,
+    SG_ALLOCATOR_ABI, "host", NULL, host_empty, host_describe, host_fits, host_view, NULL,
 };
 
 /* Allocators by number: 0 is the host's; backends add theirs (register_allocator).
  * Few backends exist, and a registered allocator lives as long as the process. */
-#define SG_MAX_ALLOCATORS 16
+#define SG_MAX_ALLOCATORS 40   /* the host, and up to 16 devices of each kind (GPU, emulated) */
 static const sg_allocator *allocators[SG_MAX_ALLOCATORS] = {&host_allocator};
 static PyObject *allocator_capsules[SG_MAX_ALLOCATORS];
 static int n_allocators = 1;
@@ -278,8 +279,16 @@ static int check_inplace_shapes(Step *s, sg_error *err) {
     return 0;
 }
 
+/* Select the step's device (its context allocator's enter) before anything of
+ * the step touches memory: a process may drive several devices. */
+static int enter_step(const Step *s) {
+    if (s->context == NULL || s->context->enter == NULL) return 0;
+    return s->context->enter(s->context->ctx);
+}
+
 static int run_native(Program *p, Step *s) {
     sg_error err = {0, {0}};
+    if (enter_step(s) < 0) return -1;
     for (int i = 0; i < s->n_in; i++) {
         PyObject *v = p->slots[s->in_slots[i]];
         if (v == NULL) {
@@ -723,16 +732,19 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
         return 0;
     }
     unsigned long long run_ptr, shape_ptr, view_ptr = 0;
-    int alloc = 0;
+    int alloc = 0, context = 0;
     PyObject *ins, *outs, *typenums, *ndims, *alias;
-    if (!PyArg_ParseTuple(spec, "iKKiOOOOO|Ki", &n, &run_ptr, &shape_ptr, &s->kind, &ins, &outs,
-                          &typenums, &ndims, &alias, &view_ptr, &alloc))
+    if (!PyArg_ParseTuple(spec, "iKKiOOOOO|Kii", &n, &run_ptr, &shape_ptr, &s->kind, &ins,
+                          &outs, &typenums, &ndims, &alias, &view_ptr, &alloc, &context))
         return -1;
-    if (alloc < 0 || alloc >= n_allocators) {
-        PyErr_Format(PyExc_ValueError, "no allocator number %d (register_allocator)", alloc);
+    if (alloc < 0 || alloc >= n_allocators || context < 0 || context >= n_allocators) {
+        PyErr_Format(PyExc_ValueError, "no allocator number %d (register_allocator)",
+                     alloc < 0 || alloc >= n_allocators ? alloc : context);
         return -1;
     }
     s->alloc = allocators[alloc];
+    /* 0, the host's, has nothing to enter */
+    s->context = context > 0 ? allocators[context] : NULL;
     s->run = (sg_run_fn)(uintptr_t)run_ptr;
     s->shape = (sg_shape_fn)(uintptr_t)shape_ptr;
     s->view = (sg_view_fn)(uintptr_t)view_ptr;
@@ -766,8 +778,10 @@ static int parse_step(Program *p, PyObject *spec, Step *s) {
 /* Program(n_slots, inputs, steps, outputs)
  *   inputs:  ((slot, typenum, ndim, static_shape), ...)
  *   steps:   native (0, run_ptr, shape_ptr, kind, in_slots, out_slots, typenums, ndims, alias
- *                    [, view_ptr[, allocator]])   (view_ptr: SG_VIEW_OR_COPY kernels;
- *                    allocator: of the outputs, a register_allocator number, 0: host)
+ *                    [, view_ptr[, allocator[, context]]])   (view_ptr: SG_VIEW_OR_COPY
+ *                    kernels; allocator: of the outputs, a register_allocator number,
+ *                    0: host; context: the allocator whose enter() selects the step's
+ *                    device before it runs, 0: none)
  *            python (1, callable, in_slots, out_slots)
  *            select (2, as_view, in_slots, out_slots, typenums): an ifelse
  *   outputs: (slot, ...)
@@ -1094,6 +1108,7 @@ static int loop_select(Loop *L, Step *s) {
 
 /* One kernel of the step (the descriptors of its inputs already gathered). */
 static int loop_kernel(Loop *L, Step *s, int k, int64_t t, int64_t n, sg_error *err) {
+    if (enter_step(s) < 0) return -1;
     switch (s->kind) {
     case SG_COMPUTE:
         if (t > 0 && L->static_shapes[k]) {

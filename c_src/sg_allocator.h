@@ -14,7 +14,7 @@
 #define SG_ALLOCATOR_H
 
 #define SG_ALLOCATOR_CAPSULE "symgraph.allocator"
-#define SG_ALLOCATOR_ABI 1
+#define SG_ALLOCATOR_ABI 2
 
 typedef struct sg_allocator {
     int abi;                /* SG_ALLOCATOR_ABI: the runtime refuses others */
@@ -31,6 +31,12 @@ typedef struct sg_allocator {
     /* A buffer viewing base's memory as desc says (desc->data points into
      * base), keeping base alive; NULL with a Python error set. */
     PyObject *(*view)(void *ctx, PyObject *base, const sg_array *desc, int typenum);
+    /* Optional (NULL: nothing to do): make this allocator's device the one
+     * the calling thread's work goes to, before a step that names it as its
+     * context runs (a process may drive several devices; each launch, copy
+     * and allocation must happen on the device of the step's arrays).
+     * 0, or -1 with a Python error set. */
+    int (*enter)(void *ctx);
 } sg_allocator;
 
 #endif

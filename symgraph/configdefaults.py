@@ -10,8 +10,8 @@ import shutil
 import sys
 import sysconfig
 
-from symgraph.config import (BoolParam, DeviceParam, EnumParam, FloatParam, IntParam,
-                             PathParam, StrParam, add_flag)
+from symgraph.config import (BoolParam, ContextsParam, DeviceParam, EnumParam, FloatParam,
+                             IntParam, PathParam, StrParam, add_flag)
 
 
 def _default_compiledir():
@@ -26,6 +26,10 @@ _BWD_ALGOS = ("none", "deterministic", "fft", "small") + _META_ALGOS
 
 add_flag("device", "Where computations run: cpu, or a CUDA GPU.", DeviceParam("cpu"),
          in_c_key=True)
+add_flag("contexts", "Theano's context map, dev0->cuda0;dev1->cuda1: names for several "
+         "devices of one process, used as shared(value, target='dev0') and x.transfer('dev1'); "
+         "with device=cpu, only what the graph puts on a context runs there.",
+         ContextsParam(""), in_c_key=True)
 add_flag("floatX", "Dtype of floats made without an explicit dtype.",
          EnumParam("float64", "float32", "float16"), in_c_key=True)
 add_flag("warn_float64", "What to do when a float64 variable is created.",
@@ -117,6 +121,9 @@ add_flag("gpu.cross_compile", "Build CUDA modules with nvcc without running them
 add_flag("gpu.emulate", "With device=cuda: run the generated CUDA on the CPU through the "
          "emulation header (machines without a GPU); the graph is the one a GPU gets.",
          BoolParam(False), in_c_key=True)
+add_flag("gpu.emulate_devices", "With gpu.emulate: how many devices the emulated device "
+         "offers (cuda0 to cuda<n-1>), each with its own memory cache and counters.",
+         IntParam(2, min=1, max=16))
 add_flag("gpu.cublas", "Matrix products on the device through cuBLAS where it is installed "
          "(the emulated device has a stand-in with cuBLAS's conventions); False: symgraph's "
          "own tiled kernels.", BoolParam(True), in_c_key=True)

@@ -42,6 +42,11 @@ class Backend(abc.ABC):
         writes host memory from a device backend)."""
         return self.allocator
 
+    def step_context(self, node):
+        """The allocator whose ``enter`` the runtime calls before ``node``'s
+        step (a device backend selects the node's device there), or None."""
+        return None
+
     def assemble(self, kernels, manifest=()):
         """One translation unit for ``kernels`` ((prefix, kernel) pairs)."""
         from symgraph.backends.native.assemble import assemble

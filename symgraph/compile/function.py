@@ -501,12 +501,12 @@ from symgraph.compile.function_dump import function_dump  # noqa: E402,F401
 
 def _backends():
     """The backends a function compiled now uses, in the order they are asked:
-    with ``device=cuda``, the CUDA backend (which claims the device nodes) and
-    the CPU's; else the CPU's alone."""
+    with ``device=cuda`` or the flag ``contexts``, the CUDA backend (which
+    claims the device nodes) and the CPU's; else the CPU's alone."""
     from symgraph.backends.protocol import get_backend
-    from symgraph.opt.gpu_placement import device_context
+    from symgraph.opt.gpu_placement import uses_devices
 
-    if device_context() is None:
+    if not uses_devices():
         if config.init_gpu_device:
             _warn_init_gpu_device()
         return [get_backend("cpu")]

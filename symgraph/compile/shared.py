@@ -126,7 +126,11 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
     and no static shape, except where ``shape``/``broadcastable`` declare one
     (Theano's default: no dimension broadcastable).  Other objects get an
     ObjectType of their class.  Constructors registered with
-    ``shared_constructor`` are tried first; ``kwargs`` go only to them.
+    ``shared_constructor`` are tried first; ``kwargs`` go only to them, but
+    ``target`` (Theano's) is symgraph's too: ``'cpu'`` keeps the value in host
+    memory, a device or a name of the flag ``contexts`` (``'dev0'``) puts an
+    array of any dtype on that device, None on the default context's;
+    without it, float arrays go to the device of the flag ``device``.
     """
     from symgraph.tensor.type import TensorType
 
@@ -142,6 +146,7 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
                             borrow=borrow, **extra)
             except TypeError:
                 continue
+    target = kwargs.pop("target", _NO_TARGET)
     if kwargs:
         raise TypeError(f"shared() got unexpected keyword arguments {sorted(kwargs)} (no "
                         f"registered shared_constructor took them)")
@@ -160,8 +165,11 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
         if broadcastable is not None:
             shape = tuple(1 if b else None for b in broadcastable)
         ttype = TensorType(str(arr.dtype), shape=shape or (None,) * arr.ndim)
-        context = _device_context()
-        if context is not None and arr.dtype.kind == "f":
+        if target is _NO_TARGET:
+            context = _device_context() if arr.dtype.kind == "f" else None
+        else:
+            context = _target_context(target)
+        if context is not None:
             from symgraph.tensor.gpu_type import GpuArrayType
 
             # the copy to the device is the copy borrow=False asks for
@@ -175,6 +183,24 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
 
 
 shared.constructors = _constructors  # Theano's attribute: the registered constructors
+
+
+#: shared()'s target when none is given (None is Theano's default context)
+_NO_TARGET = object()
+
+
+def _target_context(target):
+    """The context of an explicit ``target`` ('cpu': None), its device made
+    ready; a clear error when no such context or device exists."""
+    if target == "cpu":
+        return None
+    from symgraph.tensor.gpu_contexts import context_name
+
+    context = context_name(target)
+    from symgraph.backends.cuda.backend import ensure_device
+
+    ensure_device(fallback=False)
+    return context
 
 
 def _device_context():

@@ -97,7 +97,7 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
     ``records`` name (see :func:`native_records`), or None when one of them
     cannot be loaded.  ``extra_steps`` as for ``build_program``."""
     from symgraph.backends.native.linker import (NativeProgram, _native_step, assemble_program,
-                                                 assign_slots, python_step)
+                                                 assign_slots, python_step, step_allocators)
     from symgraph.backends.native.runtime import load_runtime
     from symgraph.backends.protocol import get_backend
 
@@ -116,8 +116,8 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
         if index not in found:
             return (1, python_step(node), ins, outs), True
         kernel, addresses, backend = found[index]
-        allocator = backend.output_allocator(node).runtime_number(runtime)
-        return _native_step(kernel, addresses, node, ins, outs, allocator), False
+        return _native_step(kernel, addresses, node, ins, outs,
+                            *step_allocators(backend, node, runtime)), False
 
     program, step_nodes, python_nodes = assemble_program(runtime, fgraph, order, slot_of,
                                                          constants, extra_steps, node_step)

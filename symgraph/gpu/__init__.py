@@ -9,13 +9,15 @@ takes); ``as_device_array(x)`` uses another GPU library's array in place
 (anything with ``__cuda_array_interface__``: PyCUDA's ``GPUArray``, CuPy,
 PyTorch, Numba) and ``to_pycuda(a)`` gives a DeviceArray to PyCUDA;
 ``memory_stats()`` and ``empty_cache()`` show and release the device memory
-cache.
+cache.  Where a process drives several devices (the flag ``contexts``), each
+takes a context (``memory_stats('dev1')``); ``contexts()`` lists them.
 """
 
 from symgraph.gpu.placement import PlacementReport, placement_report
 
 __all__ = ["is_available", "placement_report", "PlacementReport", "to_device",
-           "as_device_array", "to_pycuda", "memory_stats", "empty_cache", "synchronize"]
+           "as_device_array", "to_pycuda", "memory_stats", "empty_cache", "synchronize",
+           "contexts"]
 
 
 def is_available():
@@ -27,12 +29,30 @@ def is_available():
 
 
 def _context(context_name):
+    """The context a facade call is about, its device made ready: the one
+    named, else the default context (the flag device), else the first of the
+    flag contexts."""
     from symgraph.backends.cuda.backend import ensure_device
-    from symgraph.config import config
+    from symgraph.tensor.gpu_contexts import context_map, context_name as resolve
+    from symgraph.tensor.gpu_contexts import default_context
 
     ensure_device(fallback=False)
-    device = str(config.device)
-    return context_name or (device if device.startswith("cuda") else "cuda0")
+    if context_name is not None:
+        return resolve(context_name)
+    return default_context() or next(iter(context_map()), "cuda0")
+
+
+def contexts():
+    """{context name: device name} of the contexts this process can use: the
+    flag ``contexts``'s names and the device of the flag ``device`` (as
+    'cuda<N>')."""
+    from symgraph.tensor.gpu_contexts import context_map, default_context
+
+    found = {}
+    if default_context() is not None:
+        found[default_context()] = default_context()
+    found.update(context_map())
+    return found
 
 
 def to_device(value, context_name=None):
@@ -69,25 +89,28 @@ def to_pycuda(array):
                              strides=array.strides, base=array)
 
 
-def memory_stats():
-    """The device memory cache's counters (a dict): ``bytes_in_use``,
+def memory_stats(context=None):
+    """The counters of a device's memory cache (a dict): ``bytes_in_use``,
     ``bytes_cached`` (freed, kept for reuse), ``device_mallocs`` and
-    ``device_frees`` (calls to the device's allocator so far)."""
+    ``device_frees`` (calls to the device's allocator so far).  ``context``:
+    a device or a name of the flag ``contexts``; None, the default context."""
     from symgraph.backends.cuda.device_memory import memory_stats as stats
 
-    return stats()
+    return stats(None if context is None else _context(context))
 
 
-def empty_cache():
-    """Give the device memory the cache holds (freed arrays) back to the device."""
+def empty_cache(context=None):
+    """Give the device memory the cache holds (freed arrays) back to the
+    device of ``context`` (None: to every device in use)."""
     from symgraph.backends.cuda.device_memory import empty_cache as release
 
-    release()
+    release(None if context is None else _context(context))
 
 
-def synchronize():
-    """Wait until the device has run every kernel launched so far (a function
-    whose results stay on the device returns before its kernels finish)."""
+def synchronize(context=None):
+    """Wait until the device of ``context`` (None: every device in use) has run
+    every kernel launched so far (a function whose results stay on the device
+    returns before its kernels finish)."""
     from symgraph.backends.cuda.device_memory import synchronize as wait
 
-    wait()
+    wait(None if context is None else _context(context))

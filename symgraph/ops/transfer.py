@@ -1,9 +1,12 @@
-"""Transfers between host memory and a device: ``GpuFromHost``, ``HostFromGpu``.
+"""Transfers between host memory and devices: ``GpuFromHost``, ``HostFromGpu``,
+``GpuToGpu``.
 
 Theano's ``gpu_from_host``/``host_from_gpu``: each is the other's gradient, so
-that a graph moved to the GPU differentiates as the host graph does.  The
+that a graph moved to the GPU differentiates as the host graph does, and
+``GpuToGpu`` (between two contexts, the reverse copy its gradient).  The
 ``gpu`` rewrites put them at the edges of the device part of a graph and merge
-them; ``x.transfer('cpu')`` and ``x.transfer('cuda0')`` are the user's spelling.
+them; ``x.transfer('cpu')``, ``x.transfer('cuda0')`` and ``x.transfer('dev1')``
+(a name of the flag ``contexts``) are the user's spelling.
 """
 
 from symgraph.graph.basic import Apply, Op
@@ -11,7 +14,8 @@ from symgraph.tensor.basic import as_tensor_variable
 from symgraph.tensor.gpu_type import GpuArrayType, GpuArrayVariable, to_device, to_host
 from symgraph.tensor.type import TensorType
 
-__all__ = ["GpuFromHost", "HostFromGpu", "gpu_from_host", "host_from_gpu", "transfer"]
+__all__ = ["GpuFromHost", "HostFromGpu", "GpuToGpu", "gpu_from_host", "host_from_gpu",
+           "gpu_to_gpu", "transfer"]
 
 
 class GpuFromHost(Op):
@@ -65,6 +69,43 @@ class HostFromGpu(Op):
         return [None if eval_points[0] is None else host_from_gpu(eval_points[0])]
 
 
+class GpuToGpu(Op):
+    """Copy a device array to the device of another context (Theano's
+    ``GpuToGpu``): a peer copy between devices, or a device copy between two
+    contexts of one device."""
+
+    __props__ = ("context_name",)
+
+    def __init__(self, context_name):
+        self.context_name = context_name
+
+    def make_node(self, x):
+        if not isinstance(getattr(x, "type", None), GpuArrayType):
+            raise TypeError(f"GpuToGpu: {x} is not a device array variable")
+        if x.type.context_name == self.context_name:
+            raise TypeError(f"GpuToGpu: {x} is on {self.context_name} already")
+        return Apply(self, [x], [GpuArrayType.like(x.type.tensor_type(), self.context_name)()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = to_device(inputs[0], self.context_name)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def grad(self, inputs, output_grads):
+        # the gradient flows back to the input's device
+        return [transfer(output_grads[0], inputs[0].type.context_name)]
+
+    def R_op(self, inputs, eval_points):
+        return [None if eval_points[0] is None else gpu_to_gpu(eval_points[0],
+                                                               self.context_name)]
+
+
+def gpu_to_gpu(x, context_name):
+    """The device variable ``x`` copied to the context ``context_name``."""
+    return GpuToGpu(context_name)(x)
+
+
 def gpu_from_host(x, context_name="cuda0"):
     """``x`` copied to the device ``context_name``."""
     return GpuFromHost(context_name)(x)
@@ -79,13 +120,18 @@ def host_from_gpu(x):
 
 
 def transfer(x, target):
-    """``x`` moved to ``target``: ``'cpu'`` or a device context (``'cuda'``,
-    ``'cuda0'``...); a variable already there is returned as is."""
+    """``x`` moved to ``target``: ``'cpu'``, a device (``'cuda'``, ``'cuda1'``),
+    a name of the flag ``contexts`` (``'dev0'``), or None (Theano's default
+    context: the device of the flag ``device``); a variable already there is
+    returned as is.  Between two contexts the copy stays on the devices
+    (``GpuToGpu``)."""
+    from symgraph.tensor.gpu_contexts import context_name
+
     if target == "cpu":
         return host_from_gpu(x) if isinstance(x, GpuArrayVariable) else as_tensor_variable(x)
-    context = target if target[-1:].isdigit() else target + "0"
-    if isinstance(x, GpuArrayVariable):
+    context = context_name(target)
+    if isinstance(getattr(x, "type", None), GpuArrayType):
         if x.type.context_name == context:
             return x
-        return gpu_from_host(host_from_gpu(x), context)
+        return gpu_to_gpu(x, context)
     return gpu_from_host(x, context)

@@ -7,6 +7,14 @@ then meet as ``GpuFromHost(HostFromGpu(x))``, which collapses to ``x``, so
 transfers stay only at the edges of the device part of the graph.  Nodes left
 on the host keep the reason in ``node.tag.cpu_reason`` (``placement_report``).
 
+Several devices (the flag ``contexts``): a node runs on the context of its
+inputs, Theano's rule.  Its first input that lives on a device decides;
+an input on another context is copied there by an explicit ``GpuToGpu``
+(Theano's ``as_gpuarray_variable``), which ``debugprint`` and
+``placement_report`` show.  A node with no input on a device goes to the
+default context (the flag ``device``), or stays on the host with
+``device=cpu``.
+
 The phase runs after fusion, so a fused element-wise composite moves as one
 kernel.  ``gpu.emulate`` does not change what it produces.
 """
@@ -18,7 +26,8 @@ from symgraph.opt.placement_support import device_support, host_inputs
 from symgraph.opt.registry import register
 from symgraph.opt.rewriter import graph_rewriter, node_rewriter
 
-__all__ = ["device_context", "gpu_placement", "check_placement", "cpu_nodes", "CpuOpWarning"]
+__all__ = ["device_context", "uses_devices", "gpu_placement", "check_placement", "cpu_nodes",
+           "CpuOpWarning"]
 
 
 class CpuOpWarning(UserWarning):
@@ -27,12 +36,18 @@ class CpuOpWarning(UserWarning):
 
 def device_context():
     """The device context the ``device`` flag names ('cuda0' for 'cuda'), or None."""
-    from symgraph.config import config
+    from symgraph.tensor.gpu_contexts import default_context
 
-    device = str(config.device)
-    if not device.startswith("cuda"):
-        return None
-    return device if device[-1].isdigit() else device + "0"
+    return default_context()
+
+
+def uses_devices():
+    """True when the flags put anything on a device: ``device=cuda``, or
+    contexts named by the flag ``contexts`` (with ``device=cpu``, what the
+    graph puts there)."""
+    from symgraph.tensor.gpu_contexts import context_map
+
+    return device_context() is not None or bool(context_map())
 
 
 def _transfer_nodes():
@@ -42,15 +57,28 @@ def _transfer_nodes():
 
 
 def _to_device(var, context):
-    """``var`` on the device: the device value a HostFromGpu came from, or a new copy."""
-    from symgraph.ops.transfer import gpu_from_host
+    """``var`` on the device: the device value a HostFromGpu came from, a copy
+    of it from another context's device (GpuToGpu), or a new copy from the host."""
+    from symgraph.ops.transfer import gpu_from_host, gpu_to_gpu
 
     GpuFromHost, HostFromGpu = _transfer_nodes()
     owner = var.owner
-    if owner is not None and isinstance(owner.op, HostFromGpu) and \
-            owner.inputs[0].type.context_name == context:
-        return owner.inputs[0]
+    if owner is not None and isinstance(owner.op, HostFromGpu):
+        device_value = owner.inputs[0]
+        if device_value.type.context_name == context:
+            return device_value
+        return gpu_to_gpu(device_value, context)
     return gpu_from_host(var, context)
+
+
+def _input_context(node):
+    """The context of ``node``'s first input that lives on a device (comes
+    from a HostFromGpu), or None."""
+    _, HostFromGpu = _transfer_nodes()
+    for var in node.inputs:
+        if var.owner is not None and isinstance(var.owner.op, HostFromGpu):
+            return var.owner.inputs[0].type.context_name
+    return None
 
 
 def _is_trivial(node):
@@ -79,19 +107,26 @@ def _host_bookkeeping(node):
 @graph_rewriter
 def gpu_placement(fgraph, verbose=False):
     """Move the nodes the device backend can run; transfers at the edges."""
-    context = device_context()
-    if context is None:
+    default = device_context()
+    if not uses_devices():
         return 0
     from symgraph.ops.device_op import OnDevice
+    from symgraph.ops.transfer import GpuToGpu
+    from symgraph.tensor.gpu_contexts import device_of
     from symgraph.tensor.type import TensorType
 
     GpuFromHost, HostFromGpu = _transfer_nodes()
-    kind = context.rstrip("0123456789")
     moved = 0
     for node in list(fgraph.toposort()):
         if node not in fgraph.apply_nodes or isinstance(node.op, (OnDevice, GpuFromHost,
-                                                                  HostFromGpu)):
+                                                                  HostFromGpu, GpuToGpu)):
             continue
+        # Theano's rule: the node goes where its inputs are
+        context = _input_context(node) or default
+        if context is None:
+            node.tag.cpu_reason = "device=cpu, and no input on a device"
+            continue
+        kind = device_of(context).rstrip("0123456789")
         if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
             node.tag.cpu_reason = "not an array op"
             continue
@@ -117,10 +152,12 @@ def check_placement(fgraph):
     """After the rewrites: apply ``warn_float64`` to float64 device nodes and
     ``assert_no_cpu_op`` to the nodes left on the CPU (called by function(),
     so that the user gets the warning or error itself, not a rewrite failure)."""
-    if device_context() is None:
+    if not uses_devices():
         return
     _check_float64(fgraph)
-    _report_cpu_nodes(fgraph)
+    if device_context() is not None:
+        # with device=cpu the host is where nodes belong: nothing to report
+        _report_cpu_nodes(fgraph)
 
 
 def _check_float64(fgraph):
@@ -143,11 +180,13 @@ def _check_float64(fgraph):
 def cpu_nodes(fgraph):
     """(node, reason) of the array nodes left on the host (transfers excluded)."""
     from symgraph.ops.device_op import OnDevice
+    from symgraph.ops.transfer import GpuToGpu
 
     GpuFromHost, HostFromGpu = _transfer_nodes()
     out = []
     for node in fgraph.toposort():
-        if isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu)) or _is_trivial(node):
+        if isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu, GpuToGpu)) or \
+                _is_trivial(node):
             continue
         out.append((node, getattr(node.tag, "cpu_reason", "not placed")))
     return out
@@ -177,14 +216,18 @@ register(gpu_placement, "fast_run", "fast_compile", "gpu", phase="gpu")
 def local_cut_transfer_pair(fgraph, node):
     """``GpuFromHost(HostFromGpu(x)) -> x`` on one device: a value that went to
     the host and straight back (a device shared variable's update, the gradient
-    of a transfer) never leaves the device."""
+    of a transfer) never leaves the device; between two contexts it becomes
+    ``GpuToGpu(x)``, a copy that skips the host."""
+    from symgraph.ops.transfer import gpu_to_gpu
+
     GpuFromHost, HostFromGpu = _transfer_nodes()
     source = node.inputs[0].owner
     if source is None or not isinstance(source.op, HostFromGpu):
         return None
     device_value = source.inputs[0]
     if device_value.type.context_name != node.op.context_name:
-        return None
+        moved = gpu_to_gpu(device_value, node.op.context_name)
+        return [moved] if moved.type == node.outputs[0].type else None
     return [device_value] if device_value.type == node.outputs[0].type else None
 
 

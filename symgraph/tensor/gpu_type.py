@@ -1,7 +1,9 @@
 """The GPU tensor type: an array that lives in a device's memory.
 
 ``GpuArrayType(dtype, shape=..., context_name="cuda0")`` is TensorType's
-counterpart on a device.  Its values are device arrays: the classes a device
+counterpart on a device: the context is a device (``cuda1``) or a name of the
+flag ``contexts`` (``tensor/gpu_contexts.py``), and the type's values are
+arrays on that device.  Its values are device arrays: the classes a device
 backend registers (:func:`register_device_array`), e.g. the emulated device's
 arrays or PyCUDA's ``GPUArray``.  Graphs meet it only through the transfer ops
 (``ops/transfer.py``) and the device nodes the ``gpu`` rewrites make: users
@@ -24,11 +26,14 @@ _ADOPT = {}
 
 
 def register_device_array(kind, classes, put, get, adopt=None):
-    """A backend's device arrays for contexts named ``kind``/``kind<N>``:
-    ``classes`` (instances are values of a GpuArrayType), ``put(ndarray,
-    context_name)`` copying host data to the device, ``get(array)`` copying back
-    to a new ndarray, ``adopt(value, context_name)`` wrapping another library's
-    device array (one with ``__cuda_array_interface__``) without a copy."""
+    """A backend's device arrays for contexts named ``kind``/``kind<N>`` (and
+    the names of the flag ``contexts`` mapped to such devices): ``classes``
+    (instances are values of a GpuArrayType), ``put(ndarray, context_name)``
+    copying host data to the device, ``get(array)`` copying back to a new
+    ndarray, ``adopt(value, context_name)`` wrapping another library's device
+    array (one with ``__cuda_array_interface__``) without a copy, and
+    returning one of ``classes`` as is when it is on the context's device
+    (else a copy there)."""
     _ARRAYS[kind] = (tuple(classes), put, get)
     if adopt is not None:
         _ADOPT[kind] = adopt
@@ -40,7 +45,10 @@ def _foreign(value):
 
 
 def _kind(context_name):
-    return (context_name or "cuda").rstrip("0123456789")
+    from symgraph.tensor.gpu_contexts import device_of
+
+    # a name of the flag contexts is of its device's kind
+    return device_of(context_name or "cuda").rstrip("0123456789")
 
 
 def _registered(context_name):
@@ -59,9 +67,12 @@ def is_device_array(value):
 
 def to_device(value, context_name):
     """``value`` (array-like) copied to the device of ``context_name``; a
-    device array (symgraph's or another GPU library's) is copied on the device."""
+    device array (symgraph's or another GPU library's) is copied on the
+    devices (between two, a peer copy)."""
     if hasattr(value, "__cuda_array_interface__"):
-        return adopt(value, context_name).copy()
+        placed = adopt(value, context_name)
+        return placed.copy() if placed is value or getattr(placed, "base", None) is value \
+            else placed
     return _registered(context_name)[1](np.ascontiguousarray(value), context_name)
 
 
@@ -134,8 +145,9 @@ class GpuArrayType(ArrayTypeProperties, Type):
         """``value`` as a device array of this type, or TypeError.  Host values
         are copied to the device unless ``strict``."""
         classes = _registered(self.context_name)[0]
-        if _foreign(value):
-            # another GPU library's array: used in place, as a DeviceArray is
+        if _foreign(value) or isinstance(value, classes):
+            # another GPU library's array: used in place, as a DeviceArray is;
+            # a DeviceArray of another device: copied to this context's device
             value = adopt(value, self.context_name)
         if not isinstance(value, classes):
             if strict:
@@ -196,12 +208,6 @@ class GpuArrayVariable(_TensorOperators, Variable):
     @property
     def broadcastable(self):
         return self.type.broadcastable
-
-    def transfer(self, target):
-        """This variable moved to ``target`` ('cpu' or a device context)."""
-        from symgraph.ops.transfer import transfer
-
-        return transfer(self, target)
 
     def _as_tensor_variable(self):
         # a device variable used where a host tensor is expected: Theano's

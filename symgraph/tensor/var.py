@@ -243,6 +243,14 @@ class _TensorOperators(TheanoMethods):
 
         return subtensor.nonzero(self, return_matrix=return_matrix)
 
+    def transfer(self, target):
+        """This variable moved to ``target`` (Theano's method): 'cpu', a device
+        ('cuda1'), a name of the flag ``contexts`` ('dev0'), or None (the
+        default context)."""
+        from symgraph.ops.transfer import transfer
+
+        return transfer(self, target)
+
     def __array__(self, *args, **kwargs):
         raise TypeError("a symbolic variable is not an array; compile a function "
                         "or call .eval() to get its value")

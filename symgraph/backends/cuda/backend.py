@@ -19,7 +19,7 @@ from symgraph.backends.native.c_sources import C_SRC
 from symgraph.backends.protocol import Backend, register_backend
 from symgraph.config import ConfigError
 from symgraph.ops.device_op import OnDevice
-from symgraph.ops.transfer import GpuFromHost, HostFromGpu
+from symgraph.ops.transfer import GpuFromHost, GpuToGpu, HostFromGpu
 from symgraph.tensor.gpu_type import register_device_array
 
 __all__ = ["CudaBackend", "CUDA", "NoDeviceError", "ensure_device"]
@@ -49,7 +49,7 @@ class CudaBackend(Backend):
         return allocator()
 
     def claims(self, node):
-        return isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu))
+        return isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu, GpuToGpu))
 
     def _target(self, node):
         """(op, node) the table is asked about: the wrapped op of a device node."""
@@ -65,7 +65,24 @@ class CudaBackend(Backend):
         return lower(self._target(node)[1], self.name)
 
     def output_allocator(self, node):
-        return HOST if isinstance(node.op, HostFromGpu) else self.allocator
+        if isinstance(node.op, HostFromGpu):
+            return HOST
+        return self._device_allocator(node.outputs[0].type.context_name)
+
+    def step_context(self, node):
+        """The allocator whose ``enter`` selects the node's device before its
+        step runs: the device of its outputs, or of its input for a copy to
+        the host."""
+        if isinstance(node.op, HostFromGpu):
+            return self._device_allocator(node.inputs[0].type.context_name)
+        return self._device_allocator(node.outputs[0].type.context_name)
+
+    def _device_allocator(self, context_name):
+        if not _emulated() and _device_count() == 0:
+            raise NoDeviceError(_no_device_message())
+        from symgraph.backends.cuda.device_memory import allocator
+
+        return allocator(context_name)
 
     def available(self):
         if _emulated():
@@ -152,10 +169,9 @@ def _headers_digest():
 
 def _register_arrays():
     from symgraph.backends.cuda import device_memory
-    from symgraph.config import config
+    from symgraph.tensor.gpu_contexts import context_map, default_context
 
-    device = str(config.device)
-    context = device if device.startswith("cuda") else "cuda0"
+    context = default_context() or next(iter(context_map()), "cuda0")
     emulated = _emulated()
 
     def put(value, context_name):
@@ -187,6 +203,9 @@ def ensure_device(fallback=True):
     if not config.gpuarray.single_stream:
         raise ConfigError("gpuarray.single_stream=False: symgraph runs every kernel in order "
                           "on one stream (no multi-stream scheduler); leave it True")
+    from symgraph.backends.cuda.contexts import check_contexts
+
+    check_contexts()
     _register_arrays()
     _warn_unhonoured_flags()
     return True

@@ -7,6 +7,12 @@ emulation header (``cudaMalloc`` is ``malloc`` there), so the emulated device
 runs the very allocator, cache and copies a GPU does.  Each build is made
 once into the compile cache and loaded with ``ctypes.PyDLL``.
 
+A process may drive several devices (the flag ``contexts``): each has its own
+cache, counters and runtime allocator in the library, every DeviceArray
+records its device (``a.device``), and ``copy_to`` moves an array to
+another device (``cudaMemcpyPeer``).  Functions take a context name
+(``cuda1``, or a name of the flag ``contexts``); None is the default context.
+
 ``put``/``get`` copy between host and device; ``adopt`` wraps another GPU
 library's array (anything with ``__cuda_array_interface__``: PyCUDA's
 ``GPUArray``, CuPy, PyTorch, Numba) without a copy, and DeviceArrays export
@@ -23,8 +29,8 @@ import numpy as np
 from symgraph.backends.native.allocator import Allocator
 from symgraph.backends.native.c_sources import C_SRC
 
-__all__ = ["device_array_class", "put", "get", "adopt", "from_host", "memory_stats",
-           "empty_cache", "synchronize", "allocator", "context_index"]
+__all__ = ["device_array_class", "put", "get", "adopt", "copy_to", "from_host",
+           "memory_stats", "empty_cache", "synchronize", "allocator", "context_index"]
 
 _SOURCE = "cuda/sg_cuda_memory.cu"
 
@@ -36,9 +42,12 @@ def _emulated():
 
 
 def context_index(context_name):
-    """The device number of a context name: 'cuda' and 'cuda0' are 0, 'cuda1' is 1."""
-    digits = str(context_name).lstrip("abcdefghijklmnopqrstuvwxyz")
-    return int(digits) if digits else 0
+    """The device number of a context name: 'cuda' and 'cuda0' are 0, 'cuda1'
+    is 1, a name of the flag ``contexts`` its device's; None the default context's."""
+    from symgraph.tensor.gpu_contexts import context_name as resolve
+    from symgraph.tensor.gpu_contexts import device_number
+
+    return device_number(resolve(context_name))
 
 
 @functools.lru_cache(maxsize=2)
@@ -66,31 +75,28 @@ def _library(emulated):
                    key=lambda: make_key(source=source, headers=headers, numpy_full=np.__version__,
                                         python_include=include[0], device=mode,
                                         **environment_parts())).cached()
-    for name, restype, argtypes in (("sg_cuda_memory_init", ctypes.py_object,
-                                     (ctypes.c_int, ctypes.c_int)),
-                                    ("sg_cuda_configure_cache", ctypes.c_int,
-                                     (ctypes.c_int, ctypes.c_size_t)),
-                                    ("sg_cuda_total_memory", ctypes.c_size_t, ()),
-                                    ("sg_cuda_device_name", ctypes.py_object, ()),
-                                    ("sg_cuda_put", ctypes.py_object, (ctypes.py_object,)),
-                                    ("sg_cuda_memory_stats", ctypes.py_object, ()),
-                                    ("sg_cuda_empty_cache", None, ()),
-                                    ("sg_cuda_synchronize", ctypes.c_int, ()),
-                                    ("sg_cuda_wrap", ctypes.py_object, (ctypes.py_object,) * 5),
-                                    ("sg_cuda_stream_wait", ctypes.c_int, (ctypes.c_size_t,))):
+    int_, obj = ctypes.c_int, ctypes.py_object
+    for name, restype, argtypes in (("sg_cuda_memory_init", obj, (int_, int_)),
+                                    ("sg_cuda_configure_cache", int_,
+                                     (int_, int_, ctypes.c_size_t)),
+                                    ("sg_cuda_total_memory", ctypes.c_size_t, (int_,)),
+                                    ("sg_cuda_device_name", obj, (int_,)),
+                                    ("sg_cuda_put", obj, (obj, int_)),
+                                    ("sg_cuda_copy_to", obj, (obj, int_)),
+                                    ("sg_cuda_memory_stats", obj, (int_,)),
+                                    ("sg_cuda_empty_cache", None, (int_,)),
+                                    ("sg_cuda_synchronize", int_, (int_,)),
+                                    ("sg_cuda_allocator_of", ctypes.c_void_p, (int_,)),
+                                    ("sg_cuda_wrap", obj, (obj,) * 5 + (int_,)),
+                                    ("sg_cuda_stream_wait", int_, (ctypes.c_size_t,))):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     return lib
 
 
-#: The kinds of device (emulated: True, GPU: False) whose memory is in use in
-#: this process, the latest last.
+#: (emulated, device number) of the devices whose memory is in use in this
+#: process, in the order they were first used.
 _IN_USE = []
-
-
-def _lib():
-    """The library of the device in use (the latest initialized), else the flag's."""
-    return _library(_IN_USE[-1] if _IN_USE else _emulated())
 
 
 #: gpuarray.sched -> how the host waits for the device (cudaSetDeviceFlags):
@@ -98,49 +104,84 @@ def _lib():
 _SCHEDULES = {"default": 0, "single": 1, "multi": 4}
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=None)
 def _class(emulated, device):
+    """Device ``device`` (a number) made ready on first use: checked to exist,
+    selected, its cache configured; the DeviceArray class."""
     import sys
 
+    from symgraph.backends.cuda.contexts import check_device
     from symgraph.config import config
 
+    check_device(device, emulated=emulated)
     lib = _library(emulated)
+    if emulated:
+        # only grows: devices already in use stay usable if the flag shrinks
+        _EMULATED_COUNT[0] = max(_EMULATED_COUNT[0], int(config.gpu.emulate_devices))
+        lib.sg_cuda_emu_set_device_count(_EMULATED_COUNT[0])
     cls = lib.sg_cuda_memory_init(device, _SCHEDULES[config.gpuarray.sched])
-    _IN_USE.append(emulated)
+    _IN_USE.append((emulated, device))
     preallocate = float(config.gpuarray.preallocate)
     if preallocate > 0:
         # Theano's meaning: a fraction of the device's memory, or megabytes
-        reserve = int(preallocate * lib.sg_cuda_total_memory()) if preallocate <= 1 \
+        reserve = int(preallocate * lib.sg_cuda_total_memory(device)) if preallocate <= 1 \
             else int(preallocate * 2 ** 20)
         try:
-            lib.sg_cuda_configure_cache(1, reserve)
+            lib.sg_cuda_configure_cache(device, 1, reserve)
         except MemoryError as exc:
             raise MemoryError(f"gpuarray.preallocate={preallocate:g} asks for {reserve} bytes "
                               f"of cuda{device}, more than it can give ({exc})") from None
     elif preallocate < 0:
-        lib.sg_cuda_configure_cache(0, 0)
+        lib.sg_cuda_configure_cache(device, 0, 0)
     if config.print_active_device:
-        print(f"symgraph: cuda{device} is {lib.sg_cuda_device_name()}", file=sys.stderr)
+        print(f"symgraph: cuda{device} is {lib.sg_cuda_device_name(device)}", file=sys.stderr)
     return cls
+
+
+#: The emulated library's device count (gpu.emulate_devices, the largest set so far).
+_EMULATED_COUNT = [1]
 
 
 def device_array_class(context_name="cuda0", emulated=None):
     """The DeviceArray class of the emulated device or the GPU (``emulated``
-    None: as the flag ``gpu.emulate`` says), selecting the context's device on
-    first use."""
+    None: as the flag ``gpu.emulate`` says), making the context's device ready
+    on first use.  One class serves every device (``a.device`` says which)."""
     emulated = _emulated() if emulated is None else emulated
     return _class(emulated, context_index(context_name))
 
 
-def put(value, context_name="cuda0", emulated=None):
-    """``value`` (array-like) copied to a new DeviceArray (of the emulated
-    device or the GPU: ``emulated`` None follows the flag ``gpu.emulate``)."""
+def _ready(context_name, emulated):
+    """(the library, the device number) of a context, its device made ready."""
     emulated = _emulated() if emulated is None else emulated
-    device_array_class(context_name, emulated)
+    device = context_index(context_name)
+    _class(emulated, device)
+    return _library(emulated), device
+
+
+def put(value, context_name="cuda0", emulated=None):
+    """``value`` (array-like) copied to a new DeviceArray on the device of
+    ``context_name`` (of the emulated device or the GPU: ``emulated`` None
+    follows the flag ``gpu.emulate``)."""
+    lib, device = _ready(context_name, emulated)
     host = np.ascontiguousarray(value)
     if not host.flags.aligned:
         host = host.copy()
-    return _library(emulated).sg_cuda_put(host)
+    return lib.sg_cuda_put(host, device)
+
+
+def copy_to(array, context_name, emulated=None):
+    """A DeviceArray copied (on the devices, no host round trip) to a new
+    contiguous array on the device of ``context_name``."""
+    lib, device = _ready(context_name, emulated)
+    return lib.sg_cuda_copy_to(array, device)
+
+
+def on_device(array, context_name, emulated=None):
+    """``array`` itself when it is on the device of ``context_name``, else a
+    copy there."""
+    if array.device == context_index(context_name):
+        return array
+    return copy_to(array, context_name, emulated)
 
 
 def adopt(value, context_name="cuda0", emulated=None):
@@ -151,7 +192,7 @@ def adopt(value, context_name="cuda0", emulated=None):
     emulated = _emulated() if emulated is None else emulated
     cls = device_array_class(context_name, emulated)
     if isinstance(value, cls):
-        return value
+        return on_device(value, context_name, emulated)
     what = type(value).__name__
     try:
         face = value.__cuda_array_interface__
@@ -196,7 +237,7 @@ def adopt(value, context_name="cuda0", emulated=None):
     # the stream symgraph launches on, the per-thread one waits for it
     if stream not in (None, 1, 2) and lib.sg_cuda_stream_wait(int(stream)):
         raise RuntimeError(f"waiting for the stream of a {what} failed")
-    return lib.sg_cuda_wrap(value, pointer, dtype, shape, strides)
+    return lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, context_index(context_name))
 
 
 def get(array):
@@ -204,48 +245,72 @@ def get(array):
     return array.get()
 
 
-def from_host(value, emulated=None):
-    """A DeviceArray of ``value`` on the emulated device or the GPU, the device
-    the flag ``device`` names: how pickles and copies of device arrays come back."""
-    from symgraph.config import config
+def from_host(value, emulated=None, device=None):
+    """A DeviceArray of ``value`` on the emulated device or the GPU, on device
+    number ``device`` (None: the one the flag ``device`` names): how pickles
+    and copies of device arrays come back."""
+    from symgraph.tensor.gpu_contexts import default_context
 
-    device = str(config.device)
-    return put(value, device if device.startswith("cuda") else "cuda0", emulated)
-
-
-def memory_stats():
-    """The device cache's counters (of the device in use): bytes in use, bytes cached (freed, kept for
-    reuse), and the number of device allocations and frees made so far."""
-    return _lib().sg_cuda_memory_stats()
+    return put(value, f"cuda{device}" if device is not None else default_context() or "cuda0",
+               emulated)
 
 
-def empty_cache():
-    """Give the cached (freed) device memory back to the device."""
-    _lib().sg_cuda_empty_cache()
+def _device_in_use(context_name):
+    """(emulated, number) of the device a statistics call is about: the
+    context's, else the default context's when in use, else the first used."""
+    if context_name is not None:
+        return _emulated(), context_index(context_name)
+    from symgraph.tensor.gpu_contexts import default_context
+
+    default = default_context()
+    if default is not None and (_emulated(), context_index(default)) in _IN_USE:
+        return _emulated(), context_index(default)
+    return _IN_USE[0] if _IN_USE else (_emulated(), 0)
 
 
-def synchronize():
-    """Wait until every kernel launched so far has finished (kernels run
+def memory_stats(context_name=None):
+    """The counters of a device's cache (``context_name``; None: the default
+    context's device): bytes in use, bytes cached (freed, kept for reuse), and
+    the number of device allocations and frees made so far."""
+    emulated, device = _device_in_use(context_name)
+    _class(emulated, device)
+    return _library(emulated).sg_cuda_memory_stats(device)
+
+
+def empty_cache(context_name=None):
+    """Give the cached (freed) memory of a device back to it (``context_name``;
+    None: every device in use)."""
+    targets = [_device_in_use(context_name)] if context_name is not None else list(_IN_USE)
+    for emulated, device in targets:
+        _library(emulated).sg_cuda_empty_cache(device)
+
+
+def synchronize(context_name=None):
+    """Wait until every kernel launched so far has finished, on the device of
+    ``context_name`` or (None) on every device in use (kernels run
     asynchronously; a function returning only updates does not wait)."""
-    for emulated in set(_IN_USE):
-        _library(emulated).sg_cuda_synchronize()
+    targets = [_device_in_use(context_name)] if context_name is not None else list(_IN_USE)
+    for emulated, device in targets:
+        _library(emulated).sg_cuda_synchronize(device)
 
 
-def _capsule(emulated):
+def _capsule(emulated, device):
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
     new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-    lib = _library(emulated)
-    address = ctypes.addressof(ctypes.c_char.in_dll(lib, "sg_cuda_allocator"))
-    return new(address, b"symgraph.allocator", None)
+    _class(emulated, device)
+    return new(_library(emulated).sg_cuda_allocator_of(device), b"symgraph.allocator", None)
 
 
-_ALLOCATORS = {
-    True: Allocator("emulated cuda", lambda: _capsule(True)),
-    False: Allocator("cuda", lambda: _capsule(False)),
-}
+@functools.lru_cache(maxsize=None)
+def _allocator(emulated, device):
+    kind = "emulated cuda" if emulated else "cuda"
+    return Allocator(f"{kind}{device}", lambda: _capsule(emulated, device))
 
 
-def allocator():
-    """The runtime allocator of the current device's arrays."""
-    return _ALLOCATORS[_emulated()]
+def allocator(context_name=None):
+    """The runtime allocator of the arrays of a context's device (None: the
+    default context's); its ``enter`` selects the device before each step."""
+    from symgraph.tensor.gpu_contexts import context_name as resolve
+
+    return _allocator(_emulated(), context_index(resolve(context_name)))

@@ -72,6 +72,7 @@ _TABLE = [
     (bn.AbstractBatchNormInference, _G + "batchnorm:batchnorm_lowering"),
     (transfer.GpuFromHost, _G + "transfer:gpu_from_host_lowering"),
     (transfer.HostFromGpu, _G + "transfer:host_from_gpu_lowering"),
+    (transfer.GpuToGpu, _G + "transfer:gpu_to_gpu_lowering"),
 ]
 
 for _cls, _rule in _TABLE:

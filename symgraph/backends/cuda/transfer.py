@@ -1,4 +1,5 @@
-"""CUDA for the transfers: host to device and back, with ``cudaMemcpy``.
+"""CUDA for the transfers: host to device and back, with ``cudaMemcpy``, and
+between two devices (``GpuToGpu``) through the device memory library.
 
 A host input of any strides is first packed into a contiguous host buffer (the
 device side is always C-contiguous); device arrays come back with one copy.
@@ -11,7 +12,7 @@ from symgraph.backends.c_family.c_types import c_type, has_c_type
 from symgraph.backends.cuda import scratch
 from symgraph.backends.native.kernel import CKernel
 
-__all__ = ["gpu_from_host_lowering", "host_from_gpu_lowering"]
+__all__ = ["gpu_from_host_lowering", "host_from_gpu_lowering", "gpu_to_gpu_lowering"]
 
 _SHAPE = """
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {
@@ -74,3 +75,28 @@ def host_from_gpu_lowering(op, node):
     source = _SHAPE + c_file("cuda/transfer_from_device.inc", T=c_type(dtype))
     return CKernel(source=source, support=(_GATHER, scratch.SUPPORT), symbols=scratch.SYMBOLS,
                    version=3)
+
+
+def peer_copy_address():
+    """The address of the device memory library's ``sg_cuda_peer_copy``."""
+    import ctypes
+
+    from symgraph.backends.cuda.device_memory import _emulated, _library
+
+    return ctypes.cast(_library(_emulated()).sg_cuda_peer_copy, ctypes.c_void_p).value
+
+
+def gpu_to_gpu_lowering(op, node):
+    """CUDA of GpuToGpu: a copy from the input's device to the output's (the
+    device numbers are fixed when the process's contexts are: they are part
+    of the kernel's text, so of its cache key)."""
+    from symgraph.tensor.gpu_contexts import device_number
+
+    dtype = str(node.outputs[0].dtype)
+    if not has_c_type(dtype):
+        return None
+    source = _SHAPE + c_file("cuda/transfer_between_devices.inc", T=c_type(dtype),
+                             SRC=device_number(node.inputs[0].type.context_name),
+                             DST=device_number(node.outputs[0].type.context_name))
+    return CKernel(source=source, symbols=(("sg_cu_peer_copy", peer_copy_address),),
+                   version=1)

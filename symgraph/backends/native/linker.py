@@ -525,8 +525,8 @@ def build_program(fgraph, order, linker, timings, extra_steps=None, compile=True
                     tuple(np.dtype(o.dtype).num for o in node.outputs)), False
         if key is None or key not in addresses:
             return (1, python_step(node), ins, outs), True
-        allocator = backend_of[node].output_allocator(node).runtime_number(runtime)
-        return _native_step(kernels[key], addresses[key], node, ins, outs, allocator), False
+        return _native_step(kernels[key], addresses[key], node, ins, outs,
+                            *step_allocators(backend_of[node], node, runtime)), False
 
     program, step_nodes, python_nodes = assemble_program(runtime, fgraph, order, slot_of,
                                                          constants, extra_steps, node_step)
@@ -583,14 +583,24 @@ def assemble_program(runtime, fgraph, order, slot_of, constants, extra_steps, no
     return program, step_nodes, python_nodes
 
 
-def _native_step(kernel, addresses, node, ins, outs, allocator=0):
+def step_allocators(backend, node, runtime):
+    """(allocator, context): the runtime's numbers of the allocator of
+    ``node``'s outputs and of the one whose ``enter`` selects its device (0:
+    none), as ``backend`` names them."""
+    allocator = backend.output_allocator(node).runtime_number(runtime)
+    context = backend.step_context(node)
+    return allocator, 0 if context is None else context.runtime_number(runtime)
+
+
+def _native_step(kernel, addresses, node, ins, outs, allocator=0, context=0):
     """The runtime's description of a native step (see ``Program`` in runtime.c);
-    ``allocator``: the runtime's number of the allocator of its outputs."""
+    ``allocator``: the runtime's number of the allocator of its outputs;
+    ``context``: of the allocator whose ``enter`` selects the step's device."""
     run, shape, view = addresses
     alias = getattr(kernel, _ALIAS_FIELD[kernel.kind]) if kernel.kind in _ALIAS_FIELD else ()
     return (0, run, shape, _KIND_CODES[kernel.kind], ins, outs,
             tuple(np.dtype(o.dtype).num for o in node.outputs),
-            tuple(o.ndim for o in node.outputs), tuple(alias), view, allocator)
+            tuple(o.ndim for o in node.outputs), tuple(alias), view, allocator, context)
 
 
 def _origin(node):

@@ -1,0 +1,273 @@
+"""Several devices in one process: Theano's contexts (``contexts=dev0->cuda0;
+dev1->cuda1``), shared variables on each (``target=``), transfers between
+them, placement by the inputs' context, memory per device, and the errors.
+
+On the emulated device (CI) the devices are the emulated ones
+(``gpu.emulate_devices``, 2 by default); on a GPU machine these tests need
+two GPUs and are skipped with fewer."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import symgraph
+import symgraph.gpu
+import symgraph.tensor as T
+from symgraph.compile.shared import GpuArraySharedVariable, TensorSharedVariable
+from symgraph.config import ConfigError
+from symgraph.ops.device_op import OnDevice
+from symgraph.ops.transfer import GpuFromHost, GpuToGpu, HostFromGpu
+from symgraph.tensor.gpu_contexts import ContextError
+from tests.gpu.device_flags import REAL_GPU
+
+#: Two contexts on two devices; device=cpu, as in Theano's multi-GPU tutorial.
+TWO = {"device": "cpu", "gpu.emulate": not REAL_GPU, "contexts": "dev0->cuda0;dev1->cuda1"}
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def _two_devices():
+    if REAL_GPU:
+        from symgraph.backends.cuda.device import driver_available
+
+        if driver_available() < 2:
+            pytest.skip("needs two GPUs")
+    with symgraph.config.change_flags(**TWO):
+        yield
+
+
+def _inner(shared_var):
+    return shared_var.get_value(borrow=True, return_internal_type=True)
+
+
+def _ops(f):
+    return [node.op for node in f.maker.fgraph.toposort()]
+
+
+def test_the_flag_takes_theanos_syntax_and_refuses_what_it_cannot_read():
+    from symgraph.config import parse_contexts
+
+    assert parse_contexts(" dev0->cuda0 ; dev1 -> cuda1;") == {"dev0": "cuda0", "dev1": "cuda1"}
+    assert symgraph.config.contexts == "dev0->cuda0;dev1->cuda1"
+    for bad, words in (("dev0=>cuda0", "mapping"), ("cuda0->cuda1", "cannot be"),
+                       ("dev0->gpu1", "cuda0, cuda1"), ("dev0->cuda0;dev0->cuda1", "twice")):
+        with pytest.raises(ConfigError, match="contexts") as info:
+            symgraph.config.contexts = bad
+        assert words in str(info.value)
+    assert symgraph.config.contexts == "dev0->cuda0;dev1->cuda1"
+
+
+def test_shared_variables_live_on_their_contexts_device():
+    a_host = RNG.standard_normal((3, 4)).astype("f")
+    a = symgraph.shared(a_host, target="dev0", name="a")
+    b = symgraph.shared(np.arange(5), target="dev1", name="b")       # any dtype with a target
+    c = symgraph.shared(a_host, name="c")                             # device=cpu: the host
+    h = symgraph.shared(a_host, target="cpu", name="h")
+    assert isinstance(a, GpuArraySharedVariable) and a.type.context_name == "dev0"
+    assert isinstance(b, GpuArraySharedVariable) and b.type.context_name == "dev1"
+    assert isinstance(c, TensorSharedVariable) and isinstance(h, TensorSharedVariable)
+    assert (_inner(a).device, _inner(b).device) == (0, 1)
+    np.testing.assert_array_equal(a.get_value(), a_host)
+    np.testing.assert_array_equal(b.get_value(), np.arange(5))
+    assert type(a.get_value()) is np.ndarray
+    # a device array of the other device is moved where the variable lives
+    a.set_value(symgraph.gpu.to_device(2 * a_host, "dev1"))
+    assert _inner(a).device == 0
+    np.testing.assert_array_equal(a.get_value(), 2 * a_host)
+    a.set_value(a_host + 1)
+    np.testing.assert_array_equal(a.get_value(), a_host + 1)
+    copy = a.get_value(return_internal_type=True)
+    assert copy.device == 0 and copy is not _inner(a)
+    # pickled device arrays come back on their device
+    back = pickle.loads(pickle.dumps(_inner(b)))
+    assert back.device == 1 and (back.get() == np.arange(5)).all()
+
+
+def test_a_function_computes_on_both_devices_and_transfers_between_them():
+    x_host = RNG.standard_normal((4, 3)).astype("f")
+    w_host = RNG.standard_normal((3, 5)).astype("f")
+    v_host = RNG.standard_normal((4, 5)).astype("f")
+    w = symgraph.shared(w_host, target="dev0", name="w")
+    v = symgraph.shared(v_host, target="dev1", name="v")
+    x = T.fmatrix("x")
+    h = T.tanh(T.dot(x.transfer("dev0"), w))                       # on dev0
+    y = T.exp(h.transfer("dev1")) * v                              # on dev1
+    # a strided view (a transpose on dev0) crosses too: gathered before the copy
+    z = (h.T.transfer("dev1") + 1).sum()
+    f = symgraph.function([x], [y.transfer("cpu"), z.transfer("cpu"), h.transfer("dev1")])
+    got_y, got_z, h_dev1 = f(x_host)
+    want_h = np.tanh(x_host @ w_host)
+    np.testing.assert_allclose(got_y, np.exp(want_h) * v_host, rtol=1e-5)
+    np.testing.assert_allclose(got_z, (want_h.T + 1).sum(), rtol=1e-5)
+    assert type(h_dev1).__name__ == "DeviceArray" and h_dev1.device == 1
+    np.testing.assert_allclose(h_dev1.get(), want_h, rtol=1e-5)
+    devices = {node.op.context_name for node in f.maker.fgraph.toposort()
+               if isinstance(node.op, OnDevice)}
+    assert devices == {"dev0", "dev1"}
+    assert any(isinstance(op, GpuToGpu) for op in _ops(f))
+    report = str(symgraph.gpu.placement_report(f))
+    assert "dev0, dev1" in report and "peer  dev0 -> GpuArrayType<dev1>" in report
+
+
+def test_every_step_runs_natively_with_linker_c():
+    # the copy between devices is a native kernel, like the other transfers
+    a = symgraph.shared(np.ones((2, 3), "f"), target="dev0")
+    b = symgraph.shared(np.full((2, 3), 2, "f"), target="dev1")
+    f = symgraph.function([], (a.transfer("dev1") * b).transfer("cpu"),
+                          mode=symgraph.Mode(linker="c"))
+    np.testing.assert_array_equal(f(), np.full((2, 3), 2, "f"))
+
+
+def test_a_node_with_inputs_on_two_contexts_runs_on_the_first_ones():
+    # Theano's rule: an explicit GpuToGpu copies the other input over
+    a_host, b_host = np.arange(6, dtype="f").reshape(2, 3), np.ones((2, 3), "f")
+    a = symgraph.shared(a_host, target="dev0", name="a")
+    b = symgraph.shared(b_host, target="dev1", name="b")
+    for first, second, where in ((a, b, "dev0"), (b, a, "dev1")):
+        f = symgraph.function([], first + second)
+        np.testing.assert_array_equal(f(), a_host + b_host)
+        (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, OnDevice)]
+        assert node.op.context_name == where
+        (copy,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, GpuToGpu)]
+        assert copy.inputs[0] is second or copy.inputs[0].name == second.name
+
+
+def test_gradients_flow_back_across_a_transfer_between_devices():
+    a_host = RNG.standard_normal((3, 4)).astype("f")
+    b_host = RNG.standard_normal((3, 4)).astype("f")
+    a = symgraph.shared(a_host, target="dev0", name="a")
+    b = symgraph.shared(b_host, target="dev1", name="b")
+    cost = T.sum((a.transfer("dev1") * b) ** 2)
+    grad_a, grad_b = symgraph.grad(cost, [a, b])
+    f = symgraph.function([], [grad_a.transfer("cpu"), grad_b.transfer("cpu")])
+    got_a, got_b = f()
+    np.testing.assert_allclose(got_a, 2 * a_host * b_host ** 2, rtol=1e-5)
+    np.testing.assert_allclose(got_b, 2 * a_host ** 2 * b_host, rtol=1e-5)
+    # a's gradient is computed on dev1 and copied back to dev0, a's device
+    assert grad_a.type.context_name == "dev0"
+
+
+def test_training_steps_update_shared_variables_on_both_devices():
+    x_host = RNG.standard_normal((8, 3)).astype("f")
+    w1_host = RNG.standard_normal((3, 4)).astype("f") * 0.5
+    w2_host = RNG.standard_normal((4, 1)).astype("f") * 0.5
+    w1 = symgraph.shared(w1_host, target="dev0", name="w1")
+    w2 = symgraph.shared(w2_host, target="dev1", name="w2")
+    x = T.fmatrix("x")
+    hidden = T.tanh(T.dot(x.transfer("dev0"), w1))
+    out = T.dot(hidden.transfer("dev1"), w2)
+    cost = T.mean(out ** 2)
+    g1, g2 = symgraph.grad(cost, [w1, w2])
+    step = symgraph.function([x], cost.transfer("cpu"),
+                             updates=[(w1, w1 - 0.1 * g1), (w2, w2 - 0.1 * g2)])
+    n1, n2 = w1_host.astype("f8"), w2_host.astype("f8")
+    for _ in range(3):
+        got = step(x_host)
+        hid = np.tanh(x_host @ n1)
+        o = hid @ n2
+        want = np.mean(o ** 2)
+        d_o = 2 * o / o.size
+        d_n2 = hid.T @ d_o
+        d_n1 = x_host.T @ ((d_o @ n2.T) * (1 - hid ** 2))
+        n1, n2 = n1 - 0.1 * d_n1, n2 - 0.1 * d_n2
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    np.testing.assert_allclose(w1.get_value(), n1, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(w2.get_value(), n2, rtol=1e-4, atol=1e-6)
+    assert (_inner(w1).device, _inner(w2).device) == (0, 1)
+
+
+def test_each_device_has_its_own_memory_cache_and_counters():
+    before0 = symgraph.gpu.memory_stats("dev0")
+    before1 = symgraph.gpu.memory_stats("dev1")
+    assert set(before0) == {"bytes_in_use", "bytes_cached", "device_mallocs", "device_frees"}
+    assert symgraph.gpu.memory_stats("cuda1") == before1           # a device name works too
+    big = symgraph.gpu.to_device(np.zeros((256, 1024), "f"), "dev1")   # 1 MiB on dev1
+    after0 = symgraph.gpu.memory_stats("dev0")
+    after1 = symgraph.gpu.memory_stats("dev1")
+    assert after1["bytes_in_use"] >= before1["bytes_in_use"] + big.nbytes
+    assert after0["bytes_in_use"] == before0["bytes_in_use"]
+    assert big.device == 1
+    del big
+    freed = symgraph.gpu.memory_stats("dev1")
+    assert freed["bytes_cached"] >= 2 ** 20 and freed["bytes_in_use"] == before1["bytes_in_use"]
+    symgraph.gpu.empty_cache("dev1")
+    assert symgraph.gpu.memory_stats("dev1")["bytes_cached"] == 0
+    assert symgraph.gpu.memory_stats("dev0") == after0
+    # a function's intermediate buffers come from the cache of their node's device
+    a = symgraph.shared(np.ones((64, 64), "f"), target="dev1")
+    f = symgraph.function([], T.sum(T.exp(a) * 2).transfer("cpu"))
+    f()
+    calls1 = symgraph.gpu.memory_stats("dev1")["device_mallocs"]
+    calls0 = symgraph.gpu.memory_stats("dev0")["device_mallocs"]
+    for _ in range(3):
+        np.testing.assert_allclose(f(), 64 * 64 * 2 * np.e, rtol=1e-5)
+    assert symgraph.gpu.memory_stats("dev1")["device_mallocs"] == calls1
+    assert symgraph.gpu.memory_stats("dev0")["device_mallocs"] == calls0
+    assert symgraph.gpu.contexts() == {"dev0": "cuda0", "dev1": "cuda1"}
+
+
+def test_device_cuda_works_together_with_contexts():
+    with symgraph.config.change_flags(device="cuda", contexts="side->cuda1"):
+        w_host = RNG.standard_normal((3, 3)).astype("f")
+        w = symgraph.shared(w_host, name="w")                       # the default context
+        s_host = RNG.standard_normal(3).astype("f")
+        s = symgraph.shared(s_host, target="side", name="s")
+        x = T.fmatrix("x")
+        y = T.dot(x, w)                                             # no device input: cuda0
+        f = symgraph.function([x], [y, (y.transfer("side") + s).transfer("cpu")])
+        x_host = RNG.standard_normal((2, 3)).astype("f")
+        got_y, got_z = f(x_host)
+    assert w.type.context_name == "cuda0" and s.type.context_name == "side"
+    np.testing.assert_allclose(got_y, x_host @ w_host, rtol=1e-5)
+    np.testing.assert_allclose(got_z, x_host @ w_host + s_host, rtol=1e-5)
+    contexts = {n.op.context_name for n in f.maker.fgraph.toposort() if isinstance(n.op, OnDevice)}
+    assert contexts == {"cuda0", "side"}
+    # the host-to-device transfer of x goes to the default context's device
+    (to_device,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, GpuFromHost)]
+    assert to_device.op.context_name == "cuda0"
+    assert sum(isinstance(n.op, HostFromGpu) for n in f.maker.fgraph.toposort()) == 2
+
+
+def test_a_context_naming_a_device_that_does_not_exist_is_one_clear_error():
+    from symgraph.backends.cuda.contexts import device_count
+
+    missing = f"cuda{device_count()}"
+    with symgraph.config.change_flags(contexts=f"far->{missing}"):
+        with pytest.raises(ContextError) as info:
+            symgraph.shared(np.ones(3, "f"), target="far")
+    message = str(info.value)
+    assert f"contexts (far->{missing})" in message and "does not exist" in message
+    assert "cuda0, cuda1" in message
+    if not REAL_GPU:
+        assert "gpu.emulate_devices=2" in message
+    with symgraph.config.change_flags(device=missing, contexts=""):
+        with pytest.raises(ContextError, match=f"the flag device={missing} names {missing}"):
+            v = T.fvector("v")
+            symgraph.function([v], v * 2)
+
+
+def test_unknown_context_names_and_the_default_context_without_a_device():
+    with pytest.raises(ContextError, match="no context is named 'dev7'.*dev0 \\(cuda0\\)"):
+        symgraph.shared(np.ones(3, "f"), target="dev7")
+    with pytest.raises(ContextError, match="no context is named 'dev7'"):
+        T.fvector("v").transfer("dev7")
+    with pytest.raises(ContextError, match="default context"):
+        T.fvector("v").transfer(None)
+    # a name keeps its device: remapping a used one is refused
+    T.fvector("v").transfer("dev1")
+    with symgraph.config.change_flags(contexts="dev1->cuda0"):
+        with pytest.raises(ContextError, match="keeps its device"):
+            T.fvector("v").transfer("dev1")
+
+
+@pytest.mark.skipif(REAL_GPU, reason="the number of emulated devices is the emulator's")
+def test_the_emulated_device_offers_as_many_devices_as_its_flag_says():
+    with symgraph.config.change_flags(**{"gpu.emulate_devices": 3},
+                                      contexts="dev0->cuda0;third->cuda2"):
+        t = symgraph.shared(np.arange(4, dtype="f"), target="third")
+        f = symgraph.function([], (t.transfer("dev0") * 3).transfer("cpu"))
+        np.testing.assert_array_equal(f(), np.arange(4) * 3)
+    assert _inner(t).device == 2
+    assert symgraph.gpu.memory_stats("cuda2")["bytes_in_use"] > 0
