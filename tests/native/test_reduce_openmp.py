@@ -129,6 +129,8 @@ SHAPES = [
     ((40, 5 * COL_UNIT + 9), 0, "path B: runs of columns shared out"),
     ((3000, 5), 0, "path B: few columns, rows split"),
     ((6, 50, 40), (0, 2), "a group over two dimensions"),
+    ((2001, 3), 1, "groups shorter than the lanes: runs of outputs"),
+    ((9, 70, 37), 2, "one-block groups: runs of outputs along each row"),
 ]
 DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint16", "bool"]
 
@@ -155,6 +157,26 @@ def test_axis_sets_and_layouts(kind, axis):
         # The Fortran-ordered copy (the last) keeps few columns innermost in
         # memory for some axis sets: path B with split rows.
         check_threads(node, [value], exact=kind != "sum" or i < 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_short_groups_sum_in_order_from_zero(dtype):
+    """A contiguous group shorter than the lanes is added in order from +0
+    (what the lanes and their tree gave before short groups were summed in
+    one go): the same bits on every thread count, and as NumPy adds them."""
+    x = T.matrix(dtype=dtype)
+    node = T.sum(x, axis=1).owner
+    value = data((4001, 5), dtype) * 1e3
+    value[7] = -0.0
+    value[9, 2] = np.nan
+    want = np.zeros(4001, dtype)
+    for j in range(5):
+        want = want + value[:, j]
+    check_threads(node, [value])
+    _, parallel = kernels(node)
+    (got,) = run_kernel(node, [value], parallel)
+    assert bits(got) == bits(want)
+    assert np.signbit(got[7]) == np.False_
 
 
 def test_long_int_groups_cross_plain_blocks():

@@ -16,7 +16,10 @@ which dtype they accumulate.  The generated kernel works for any strides
   reducing every axis of a contiguous array, row sums, a transposed column
   sum): each output element's group is reduced with ``L`` independent
   accumulators ("lanes") over contiguous runs.  Lanes need no reassociation,
-  so GCC vectorizes them without ``-ffast-math``;
+  so GCC vectorizes them without ``-ffast-math``.  Where every group is one
+  block (one reduced dimension of at most a block: row sums of a matrix with
+  few columns), whole runs of outputs along the innermost kept dimension go
+  through one call (``runs``), with no per-output walk;
 * **path B** (the innermost kept dimension is the innermost in memory: column
   sums, ``sum(axis=0)`` of a C-contiguous matrix): rows are accumulated into
   a chunk of outputs, vectorized over the columns.
@@ -51,7 +54,7 @@ from symgraph.backends.cpu.support_lib import SUPPORT_ENTRY
 from symgraph.backends.cpu.reduce.spec import combine, identity, is_float
 
 #: Bump when the generated code changes in a way its text would not show.
-VERSION = 4
+VERSION = 5
 #: Elements per pairwise block in path A (float sums).
 PAIR_BLOCK = 1024
 #: Elements per block for the other reductions (no pairwise combination).
@@ -72,7 +75,7 @@ COMPILE_WEIGHT = 1.4
 #: call, part or block at -Og (the cheapest to compile that keeps variables in
 #: registers).
 HOT = ("block", "cols", "scan")
-PER_OUTPUT = ("group", "items", "find")
+PER_OUTPUT = ("group", "items", "find", "runs")
 DRIVER = '__attribute__((optimize("Og")))'
 PER_OUTPUT_DRIVER = '__attribute__((optimize("O1")))'
 #: With OpenMP: path B's columns are shared out in multiples of this many, so
@@ -278,6 +281,17 @@ class _Gen:
         e_vec = self.elem({k: f"q{k}[i + l]" for k in vary}, "e")
         e_one = self.elem({k: f"q{k}[i]" for k in vary}, "e")
         e_str = self.elem({k: f"*(const {T[k]} *)(r{k} + i * s{k})" for k in vary}, "e")
+        # A contiguous block shorter than the lanes is added up in lane 0 and
+        # the tree adds the identity to it: an exact no-op (a sum that starts
+        # from +0 is never -0), so the block returns lane 0 at once.  Short
+        # groups (sum(x, axis=1) of an (n, 3) matrix) were mostly lanes and
+        # tree.  Float max/min keep the lanes: their NaN flags live there.
+        short = ("" if self.nan_lanes else
+                 f"    if (contig && m < {L}) {{\n"
+                 f"        {ACC} acc = {self.ident};\n"
+                 + "".join(f"        const {T[k]} *q{k} = (const {T[k]} *)r{k};\n" for k in vary)
+                 + f"        for (; i < m; i++) {{ {e_one} acc = {self.comb('acc', 'e')}; }}\n"
+                 f"        return acc;\n    }}\n")
         tree = "".join(
             f"    for (int l = 0; l < {w}; l++) {{ {self.lane_comb('lane[l]', f'lane[l + {w}]', 'nanf[l]')} }}\n"
             for w in _halves(L))
@@ -289,7 +303,7 @@ class _Gen:
     {ACC} lane[{L}];
     for (int l = 0; l < {L}; l++) lane[l] = {self.ident};
 {nan_decl}    int64_t i = 0;
-    if (contig) {{
+{short}    if (contig) {{
 {qs}
         for (; i + {L} <= m; i += {L})
             for (int l = 0; l < {L}; l++) {{
@@ -348,7 +362,7 @@ class _Gen:
                     f"              for (; (cnt >> lv) & 1; lv++) t = stk[lv] + t;\n"
                     f"              stk[lv] = t; cnt++; }}")
             finish = (f"    {ACC} acc = 0;\n"
-                      f"    for (int lv = 0; lv < 64; lv++) if ((cnt >> lv) & 1) acc += stk[lv];")
+                      f"    for (int lv = 0; lv < 64 && cnt >> lv; lv++) if ((cnt >> lv) & 1) acc += stk[lv];")
             return decl, push, finish
         return (f"    {ACC} acc = {self.ident};", f"            acc = {self.comb('acc', value)};",
                 "")
@@ -373,6 +387,38 @@ class _Gen:
     return acc;
 }}
 """
+
+    def runs_fn(self):
+        """SG_FN(runs): path A where every group is one block (one reduced
+        dimension of at most a block's elements, ``runs_ok``): ``count``
+        outputs along the innermost kept dimension, from the one at ``b``
+        (into ``ob``), each its block's result folded as SG_FN(group) folds
+        one block: the same bits, without a group's walk per output."""
+        ACC, OUT = self.ACC, self.OUT
+        fold = ("acc += r;" if self.pairwise else f"acc = {self.comb('acc', 'r')};")
+        return f"""static void SG_FN(runs)(const char *const *b, const sg_red_plan *pl, char *ob,
+                        int64_t count) {{
+    const int ki = pl->nk - 1;
+    const int64_t n = pl->rshape[0], os = pl->ostr[ki];
+    const int64_t *s = pl->rstr[0], *ks = pl->kstr[ki];
+    const char *p[{self.nin}];
+    for (int k = 0; k < {self.nin}; k++) p[k] = b[k];
+    for (int64_t c = 0; c < count; c++) {{
+        const {ACC} r = SG_FN(block)(p, s, n);
+        {ACC} acc = {"0" if self.pairwise else self.ident};
+        {fold}
+        *({OUT} *)ob = ({OUT})acc;
+        for (int k = 0; k < {self.nin}; k++) p[k] += ks[k];
+        ob += os;
+    }}
+}}
+"""
+
+    def runs_ok(self, pl):
+        """C: whether path A's groups of plan ``pl`` (a pointer) are one block
+        each, for SG_FN(runs)."""
+        return (f"({pl}->rsize != 0 && {pl}->nr == 1 && "
+                f"{pl}->rshape[0] <= {self._block_size()})")
 
     # ---- path B: a chunk of outputs along the innermost kept dimension
     def cols_fn(self):
@@ -482,7 +528,10 @@ class _Gen:
 }}
 """
 
-    def run_fn(self):
+    def run_fn(self, runs=True):
+        """SG_FN(run) of a serial kernel; with ``runs`` False, without path A's
+        runs of one-block groups (the OpenMP run takes the part before its
+        loop and calls them from its items)."""
         red = ", ".join("1" if d in self.spec.axes else "0" for d in range(self.ndim)) or "0"
         sort_r = 0 if self.arg else 1
         if self.arg:
@@ -494,6 +543,11 @@ class _Gen:
         empty_fill = (f"        if (pl.rsize == 0) *({self.OUT} *)ob = ({self.OUT}){self.ident};\n"
                       f"        else " if not self.arg else "        ")
         cols_call = "" if self.arg else "if (cols) SG_FN(cols)(p, ob, &pl);\n        else "
+        if runs and not self.arg:
+            cols_call += "if (runs) SG_FN(runs)(p, &pl, ob, pl.kshape[pl.nk - 1]);\n        else "
+        runs = runs and not self.arg
+        runs_decl = (f"    const int runs = !cols && {self.runs_ok('(&pl)')};\n" if runs else "")
+        nko = "cols || runs" if runs else "cols"
         store = ("*(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));" if self.arg
                  else f"*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);")
         return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
@@ -504,7 +558,7 @@ class _Gen:
     sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], {sort_r});
     if (pl.ksize == 0) return 0;
 {choose}
-    const int nko = cols ? pl.nk - 1 : pl.nk;
+{runs_decl}    const int nko = {nko} ? pl.nk - 1 : pl.nk;
     int64_t count = 1;
     for (int d = 0; d < nko; d++) count *= pl.kshape[d];
     int64_t idx[SG_MAXDIMS] = {{0}};
@@ -526,7 +580,7 @@ class _Gen:
     def source(self):
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
                  self.block_fn(), self.group_fn(),
-                 self.scan_fn() + self.find_fn() if self.arg else self.cols_fn(),
+                 self.scan_fn() + self.find_fn() if self.arg else self.runs_fn() + self.cols_fn(),
                  self.run_fn()]
         return mark_drivers("\n".join(parts))
 

@@ -56,12 +56,13 @@ class ParallelGen(_Gen):
         if sum_drivers.uses_drivers(self):
             # the drivers are in the support library: the loops, a store, a run
             parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                     self.block_fn(), self.ranged_cols_fn(), sum_drivers.kernel_functions(self)]
+                     self.block_fn(), self.runs_fn(), self.ranged_cols_fn(),
+                     sum_drivers.kernel_functions(self)]
             return mark_drivers("\n".join(parts))
         parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
                  self.block_fn(), self.group_fn(), self.blocks_fn(), self.fold_fn()]
         parts += ([self.scan_fn(), self.find_fn(), self.pfind_fn()] if self.arg else
-                  [self.ranged_cols_fn(), self.rows_fn()])
+                  [self.runs_fn(), self.ranged_cols_fn(), self.rows_fn()])
         parts += [self.items_fn(), self.split_fn(), self.prun_fn()]
         return mark_drivers("\n".join(parts))
 
@@ -210,6 +211,14 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
                     "        (void)c;")
         else:
             work = (f"            if (pl->rsize == 0) *({OUT} *)ob = ({OUT}){self.ident};\n"
+                    f"            else if (runs) {{\n"
+                    f"                /* the outputs up to the end of this row at once */\n"
+                    f"                const int64_t left = pl->kshape[nko - 1] - idx[nko - 1];\n"
+                    f"                const int64_t m = hi - it < left ? hi - it : left;\n"
+                    f"                SG_FN(runs)(p, pl, ob, m);\n"
+                    f"                idx[nko - 1] += m - 1;\n"
+                    f"                it += m - 1;\n"
+                    f"            }}\n"
                     f"            else *({OUT} *)ob = ({OUT})SG_FN(group)(p, pl);\n"
                     "            it++;")
             work = f"""        if (cols) {{
@@ -222,12 +231,13 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         }} else {{
 {work}
         }}"""
+        runs = "" if self.arg else f"    const int runs = !cols && {self.runs_ok('pl')};\n"
         return f"""static void SG_FN(items)(const sg_array *in, sg_array *out,
                          const sg_red_plan *pl, int cols, int nko, int64_t per,
                          int64_t lo, int64_t hi) {{
     int64_t idx[SG_MAXDIMS] = {{0}}, rest = lo / per, c = lo % per;
     for (int d = nko - 1; d >= 0; d--) {{ idx[d] = rest % pl->kshape[d]; rest /= pl->kshape[d]; }}
-    (void)cols;
+{runs}    (void)cols;
     for (int64_t it = lo; it < hi;) {{
 {self._pointers(8, None)}
 {work}
@@ -316,7 +326,7 @@ static int64_t SG_FN(pfind)(const char *const *b, const sg_red_plan *pl, {ACC} b
         """SG_FN(run) of an OpenMP kernel: serial below the size threshold or
         with one thread; else outputs (or column runs) shared out when there
         are many, each group split when there are few."""
-        head = self.run_fn().split("    int64_t idx[SG_MAXDIMS] = {0};\n")[0]
+        head = self.run_fn(runs=False).split("    int64_t idx[SG_MAXDIMS] = {0};\n")[0]
         # before the one-thread exit: split rows give the same bits on any thread count
         rows = ("" if self.arg else
                 f"    if (cols && count == 1 && items < {ROW_SPLIT_ITEMS} && "

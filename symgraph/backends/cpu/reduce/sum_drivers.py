@@ -22,7 +22,7 @@ from symgraph.backends.cpu.reduce.codegen import COL_UNIT, PAIR_BLOCK
 __all__ = ["support_text", "uses_drivers", "kernel_functions", "SUFFIXES"]
 
 #: Bump when the drivers' C changes in a way its text would not show.
-VERSION = 1
+VERSION = 2
 #: Accumulator C types with drivers in the support library, and their suffixes.
 SUFFIXES = {"float": "f32", "double": "f64"}
 
@@ -54,7 +54,7 @@ def kernel_functions(gen):
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const unsigned char red[] = {{{red}}};
     static const sg_red_sum_{y} k = {{{nin}, {gen.minpar}, SG_FN(block), SG_FN(cols),
-                                      SG_FN(store)}};
+                                      SG_FN(store), SG_FN(runs)}};
     int64_t shape[SG_MAXDIMS];
     if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
     sg_red_plan pl;
