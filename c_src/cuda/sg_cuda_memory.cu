@@ -17,8 +17,14 @@
  * retried once before the MemoryError.  The GIL is held by every caller
  * (the runtime's allocator calls and Python), which serializes the cache.
  *
+ * Several devices (the flag contexts): each device the process uses has its
+ * own cache, counters, cuBLAS table and sg_allocator (whose enter selects
+ * the device before a step of it runs), and every array records its device.
+ * Work on another device's memory (a free, a copy back, a peer copy) selects
+ * that device for a moment and the caller's again afterwards.
+ *
  * Loaded with ctypes.PyDLL (no extension module): sg_cuda_memory_init selects
- * the device, imports NumPy's C API and makes the type.
+ * a device, imports NumPy's C API and makes the type (one for every device).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -67,11 +73,11 @@ typedef struct sg_device {
     int cache_enabled;             /* gpuarray.preallocate=-1: every free goes to the device */
     sg_cublas_table blas;          /* a cuBLAS handle and its constants live on one device */
     int blas_state;                /* 0 not tried, 1 ready, -1 unavailable */
+    unsigned int peers;            /* bit p: this device reads device p's memory directly */
     sg_allocator allocator;        /* the runtime's allocator of this device's arrays */
 } sg_device;
 
 static sg_device devices[SG_CUDA_MAX_DEVICES];
-static int schedule_flags = -1;    /* gpuarray.sched, applied to each device when first used */
 
 /* The device the calling thread's CUDA calls go to now (cudaSetDevice is per
  * thread).  symgraph assumes it owns the thread's current device between its
@@ -586,6 +592,33 @@ static PyObject *mem_view(void *ctx, PyObject *base, const sg_array *d, int type
 
 static int mem_enter(void *ctx) { return select_device((sg_device *)ctx); }
 
+/* Let `from` read `to`'s memory directly where the hardware allows (NVLink,
+ * PCIe peer to peer), so that copies between them skip the host; elsewhere
+ * cudaMemcpyPeer stages them through the host by itself.  Best effort: a
+ * refusal leaves the copies correct, only slower. */
+static void enable_peer_access(sg_device *from, sg_device *to) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, from->index, to->index) != cudaSuccess || !can) {
+        cudaGetLastError();
+        return;
+    }
+    sg_device *saved;
+    if (borrow_device(from, &saved) < 0) { PyErr_Clear(); return; }
+    cudaError_t rc = cudaDeviceEnablePeerAccess(to->index, 0);
+    cudaGetLastError();                /* "already enabled" is no failure */
+    restore_device(saved);
+    if (rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled)
+        from->peers |= 1u << to->index;
+}
+
+/* 1 when device `device` reads device `peer`'s memory directly (peer access
+ * is on), 0 when copies between them go through the host. */
+SG_EXPORT int sg_cuda_peer_access(int device, int peer) {
+    if (device < 0 || device >= SG_CUDA_MAX_DEVICES || peer < 0 || peer >= SG_CUDA_MAX_DEVICES)
+        return 0;
+    return (devices[device].peers >> peer) & 1u;
+}
+
 /* -- what Python calls ---------------------------------------------------------------- */
 
 /* Select device `device` (its flags set on first use) and make the type; the
@@ -617,10 +650,14 @@ SG_EXPORT PyObject *sg_cuda_memory_init(int device, int schedule) {
                 return NULL;
             }
         }
-        schedule_flags = schedule;
         d->allocator = sg_allocator{SG_ALLOCATOR_ABI, "cuda", d, mem_empty, mem_describe,
                                     mem_fits, mem_view, mem_enter};
         d->ready = 1;
+        for (int other = 0; other < SG_CUDA_MAX_DEVICES; other++)
+            if (other != device && devices[other].ready) {
+                enable_peer_access(d, &devices[other]);
+                enable_peer_access(&devices[other], d);
+            }
         /* the first device stays current (one-device processes never switch) */
         if (saved != NULL) restore_device(saved);
     }

@@ -17,7 +17,7 @@ from symgraph.gpu.placement import PlacementReport, placement_report
 
 __all__ = ["is_available", "placement_report", "PlacementReport", "to_device",
            "as_device_array", "to_pycuda", "memory_stats", "empty_cache", "synchronize",
-           "contexts"]
+           "contexts", "peer_access"]
 
 
 def is_available():
@@ -87,6 +87,16 @@ def to_pycuda(array):
         raise ImportError("to_pycuda needs PyCUDA: pip install symgraph[gpu]") from None
     return gpuarray.GPUArray(array.shape, array.dtype, gpudata=array.ptr,
                              strides=array.strides, base=array)
+
+
+def peer_access(context, peer):
+    """True when the device of ``context`` reads ``peer``'s memory directly
+    (copies between them skip the host), False when the driver stages them
+    through the host.  Both are contexts (devices or names of the flag
+    ``contexts``)."""
+    from symgraph.backends.cuda.device_memory import peer_access as access
+
+    return access(_context(context), _context(peer))
 
 
 def memory_stats(context=None):

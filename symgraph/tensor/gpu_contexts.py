@@ -12,6 +12,7 @@ only reads the flags: whether a device exists is the device backend's
 question (``backends/cuda/contexts.py``).
 """
 
+import functools
 import re
 
 from symgraph.config import ConfigError
@@ -32,9 +33,17 @@ _USED = {}
 
 def context_map():
     """{context name: device name} of the flag ``contexts``, in its order."""
-    from symgraph.config import config, parse_contexts
+    from symgraph.config import config
 
-    return parse_contexts(config.contexts)
+    return dict(_parsed(config.contexts))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text):
+    # device arrays resolve their context at every conversion: parse once
+    from symgraph.config import parse_contexts
+
+    return tuple(parse_contexts(text).items())
 
 
 def default_context():

@@ -206,6 +206,10 @@ def test_each_device_has_its_own_memory_cache_and_counters():
     assert symgraph.gpu.memory_stats("dev1")["device_mallocs"] == calls1
     assert symgraph.gpu.memory_stats("dev0")["device_mallocs"] == calls0
     assert symgraph.gpu.contexts() == {"dev0": "cuda0", "dev1": "cuda1"}
+    if not REAL_GPU:
+        # emulated devices share the host's memory: peer access is on both ways
+        assert symgraph.gpu.peer_access("dev0", "dev1")
+        assert symgraph.gpu.peer_access("dev1", "cuda0")
 
 
 def test_device_cuda_works_together_with_contexts():

@@ -42,11 +42,12 @@ class CudaBackend(Backend):
 
     @property
     def allocator(self):
-        if not _emulated() and _device_count() == 0:
-            raise NoDeviceError(_no_device_message())
-        from symgraph.backends.cuda.device_memory import allocator
+        """The allocator of the default context's device (with device=cpu, of
+        the first context of the flag contexts); nodes get their own device's
+        through ``output_allocator``."""
+        from symgraph.tensor.gpu_contexts import context_map, default_context
 
-        return allocator()
+        return self._device_allocator(default_context() or next(iter(context_map()), None))
 
     def claims(self, node):
         return isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu, GpuToGpu))

@@ -29,8 +29,9 @@ import numpy as np
 from symgraph.backends.native.allocator import Allocator
 from symgraph.backends.native.c_sources import C_SRC
 
-__all__ = ["device_array_class", "put", "get", "adopt", "copy_to", "from_host",
-           "memory_stats", "empty_cache", "synchronize", "allocator", "context_index"]
+__all__ = ["device_array_class", "put", "get", "adopt", "copy_to", "on_device", "from_host",
+           "peer_access", "memory_stats", "empty_cache", "synchronize", "allocator",
+           "context_index"]
 
 _SOURCE = "cuda/sg_cuda_memory.cu"
 
@@ -253,6 +254,16 @@ def from_host(value, emulated=None, device=None):
 
     return put(value, f"cuda{device}" if device is not None else default_context() or "cuda0",
                emulated)
+
+
+def peer_access(context_name, peer_context):
+    """True when the device of ``context_name`` reads the memory of
+    ``peer_context``'s directly (peer access, enabled where the hardware
+    allows when both devices are in use); False when copies between them
+    are staged through the host."""
+    lib, device = _ready(context_name, None)
+    _, peer = _ready(peer_context, None)
+    return bool(lib.sg_cuda_peer_access(device, peer))
 
 
 def _device_in_use(context_name):
