@@ -26,6 +26,7 @@ from symgraph.tensor import (elemwise, extra_ops, nlinalg, opt, slinalg,  # noqa
                              utils, xlogx)
 from symgraph.ops.elemwise import DimShuffle, Elemwise  # noqa: F401,E402
 from symgraph.ops.reduce import CAReduce  # noqa: F401,E402
+from symgraph.ops.transfer import transfer  # noqa: F401,E402  (Theano's tensor.transfer)
 from symgraph.tensor import shared_randomstreams  # noqa: F401,E402  (T.shared_randomstreams)
 
 

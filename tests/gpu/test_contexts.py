@@ -275,3 +275,16 @@ def test_the_emulated_device_offers_as_many_devices_as_its_flag_says():
         np.testing.assert_array_equal(f(), np.arange(4) * 3)
     assert _inner(t).device == 2
     assert symgraph.gpu.memory_stats("cuda2")["bytes_in_use"] > 0
+
+
+@pytest.mark.skipif(REAL_GPU, reason="needs a machine without a GPU")
+def test_contexts_without_a_gpu_and_without_emulation_say_what_to_do():
+    from symgraph.backends.cuda.backend import NoDeviceError
+    from symgraph.backends.cuda.device import driver_available
+
+    if driver_available():
+        pytest.skip("this machine has a GPU")
+    with symgraph.config.change_flags(**{"gpu.emulate": False}):
+        with pytest.raises(NoDeviceError, match="the flag contexts=dev0->cuda0;dev1->cuda1 "
+                                                "names devices.*gpu.emulate=True"):
+            symgraph.shared(np.ones(3, "f"), target="dev0")

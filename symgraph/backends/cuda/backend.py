@@ -141,7 +141,15 @@ def _device_count():
 def _no_device_message():
     from symgraph.backends.cuda.device import missing
 
+    from symgraph.config import config
+    from symgraph.tensor.gpu_contexts import default_context
+
     why = missing() or "no usable GPU was found"
+    if default_context() is None:
+        # device=cpu: the flag contexts asked for the devices
+        return (f"the flag contexts={config.contexts} names devices, but {why}; set "
+                "gpu.emulate=True to run the generated CUDA on the CPU (the emulated "
+                "device), or empty the flag contexts")
     return (f"device=cuda, but {why}; set gpu.emulate=True to run the generated CUDA on the "
             "CPU (the emulated device), or device=cpu")
 
@@ -198,8 +206,10 @@ def ensure_device(fallback=True):
         if config.force_device or not fallback:
             raise NoDeviceError(_no_device_message())
         warnings.warn(f"{_no_device_message()}\nforce_device=False: running on the CPU "
-                      "instead (the flag device is now cpu).", stacklevel=3)
+                      "instead (the flag device is now cpu, the flag contexts empty).",
+                      stacklevel=3)
         config.device = "cpu"
+        config.contexts = ""
         return False
     if not config.gpuarray.single_stream:
         raise ConfigError("gpuarray.single_stream=False: symgraph runs every kernel in order "
