@@ -141,6 +141,11 @@ class TheanoLike:
         x = self.T.vector("x", dtype=dtype)
         return self.function([x], self.T.sum(self.T.exp(x)))
 
+    def w3_rownorm(self, dtype):
+        """``sqrt(sum(x * x, axis=1))``: the lengths of many short vectors."""
+        x = self.T.matrix("x", dtype=dtype)
+        return self.function([x], self.T.sqrt(self.T.sum(x * x, axis=1)))
+
     def w3_softmax(self, dtype):
         """Softmax over the rows of a matrix (the exp/sum form when there is no op)."""
         T = self.T

@@ -138,7 +138,8 @@ def _softmax_np(a):
 
 
 def w3(ctx):
-    """W3: ``sum(exp(x))`` on 1e7 elements; softmax over rows of 4096x1024."""
+    """W3: ``sum(exp(x))`` on 1e7 elements; the norms of 1e6 3-vectors (a
+    reduction over a short inner axis); softmax over rows of 4096x1024."""
     rows = []
     rng = np.random.default_rng(0)
     for dtype in ctx.dtypes:
@@ -148,6 +149,13 @@ def w3(ctx):
                              lambda lib: lib.w3_sum(dtype), lambda t, a: t.sum(t.exp(a)),
                              lambda jnp, a: jnp.sum(jnp.exp(a)), [x], rtol=1e-3)
         rows.append(Row("W3 sum(exp(x)) 1e7, %s" % dtype, times))
+    # a reduction over a short inner axis: every output's group is 3 elements
+    v = rng.standard_normal((10 ** 6, 3)).astype("float32")
+    times = _elementwise(ctx, "W3 row norms", lambda a: np.sqrt(np.sum(a * a, axis=1)),
+                         lambda lib: lib.w3_rownorm("float32"),
+                         lambda t, a: t.sqrt(t.sum(a * a, dim=1)),
+                         lambda jnp, a: jnp.sqrt(jnp.sum(a * a, axis=1)), [v])
+    rows.append(Row("W3 row norms 1e6x3, float32", times))
     m = rng.standard_normal((4096, 1024)).astype("float32")
     times = _elementwise(ctx, "W3 softmax", _softmax_np, lambda lib: lib.w3_softmax("float32"),
                          lambda t, a: t.softmax(a, dim=-1),

@@ -303,6 +303,18 @@ def test_fused_max_with_a_broadcast_input():
     assert np.isnan(run_kernel(node, [a, b])[0][2])
 
 
+@pytest.mark.parametrize("kind", ["sum", "prod", "min"])
+def test_fused_short_groups_with_an_input_constant_over_them(kind):
+    """Runs of short groups reload the group-constant input for each output."""
+    node = _fused_node(lambda x, y: FNS[kind](T.exp(x) * y, axis=1),
+                       ("float32", (None, None)), ("float32", (None, 1)))
+    a = data((3001, 5), "float32")
+    b = (RNG.standard_normal((3001, 1)) + 2).astype("float32")
+    check_threads(node, [a, b])
+    want = {"sum": np.sum, "prod": np.prod, "min": np.min}[kind](np.exp(a) * b, axis=1)
+    np.testing.assert_allclose(run_kernel(node, [a, b])[0], want, rtol=1e-5)
+
+
 def test_compiled_function_with_openmp():
     x = T.vector("x", dtype="float32")
     value = (RNG.standard_normal(300000) * 0.1).astype("float32")

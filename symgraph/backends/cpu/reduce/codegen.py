@@ -393,9 +393,35 @@ class _Gen:
         dimension of at most a block's elements, ``runs_ok``): ``count``
         outputs along the innermost kept dimension, from the one at ``b``
         (into ``ob``), each its block's result folded as SG_FN(group) folds
-        one block: the same bits, without a group's walk per output."""
-        ACC, OUT = self.ACC, self.OUT
+        one block: the same bits, without a group's walk per output.  Groups
+        shorter than the lanes are summed in place (SG_FN(block)'s first exit)."""
+        ACC, OUT, T, L = self.ACC, self.OUT, self.T, _lanes(self.spec.acc_dtype)
         fold = ("acc += r;" if self.pairwise else f"acc = {self.comb('acc', 'r')};")
+        start = "0" if self.pairwise else self.ident
+        short = ""
+        if not self.nan_lanes:
+            # groups shorter than the lanes, contiguous: SG_FN(block)'s first
+            # exit inline, without a call per output
+            vary = self.varying
+            contig = " && ".join([f"s[{k}] == (int64_t)sizeof({T[k]})" for k in vary] or ["1"])
+            hoist = "".join("        " + line + "\n" for line in self.hoisted().split("\n")
+                            if line)
+            qs = "".join(f"            const {T[k]} *q{k} = (const {T[k]} *)p[{k}];\n"
+                         for k in vary)
+            e_one = self.elem({k: f"q{k}[i]" for k in vary}, "e")
+            short = f"""    if ({contig} && n < {L}) {{
+        for (int64_t c = 0; c < count; c++) {{
+{hoist}{qs}            {ACC} r = {self.ident};
+            for (int64_t i = 0; i < n; i++) {{ {e_one} r = {self.comb('r', 'e')}; }}
+            {ACC} acc = {start};
+            {fold}
+            *({OUT} *)ob = ({OUT})acc;
+            for (int k = 0; k < {self.nin}; k++) p[k] += ks[k];
+            ob += os;
+        }}
+        return;
+    }}
+"""
         return f"""static void SG_FN(runs)(const char *const *b, const sg_red_plan *pl, char *ob,
                         int64_t count) {{
     const int ki = pl->nk - 1;
@@ -403,9 +429,9 @@ class _Gen:
     const int64_t *s = pl->rstr[0], *ks = pl->kstr[ki];
     const char *p[{self.nin}];
     for (int k = 0; k < {self.nin}; k++) p[k] = b[k];
-    for (int64_t c = 0; c < count; c++) {{
+{short}    for (int64_t c = 0; c < count; c++) {{
         const {ACC} r = SG_FN(block)(p, s, n);
-        {ACC} acc = {"0" if self.pairwise else self.ident};
+        {ACC} acc = {start};
         {fold}
         *({OUT} *)ob = ({OUT})acc;
         for (int k = 0; k < {self.nin}; k++) p[k] += ks[k];
