@@ -41,6 +41,13 @@ class OnDevice(Op):
             elif not on_device:
                 raise TypeError(f"{self}: input {position} ({var}) is not on a device; "
                                 f"transfer it first (gpu_from_host)")
+            elif var.type.context_name != self.context_name:
+                # a kernel reads its inputs on its own device: another
+                # context's memory must come through a GpuToGpu
+                raise TypeError(f"{self}: input {position} ({var}) is on the context "
+                                f"{var.type.context_name}, the node runs on "
+                                f"{self.context_name}; transfer it first "
+                                f"(x.transfer({self.context_name!r}))")
         inner = self._inner_node(inputs)
         outputs = [GpuArrayType.like(out.type, self.context_name)() for out in inner.outputs]
         node = Apply(self, list(inputs), outputs)

@@ -288,3 +288,14 @@ def test_contexts_without_a_gpu_and_without_emulation_say_what_to_do():
         with pytest.raises(NoDeviceError, match="the flag contexts=dev0->cuda0;dev1->cuda1 "
                                                 "names devices.*gpu.emulate=True"):
             symgraph.shared(np.ones(3, "f"), target="dev0")
+
+
+def test_a_device_node_refuses_an_input_of_another_context():
+    # the rewrites never build one; a hand-made one is refused, not miscomputed
+    from symgraph.ops.math import exp
+    from symgraph.ops.transfer import gpu_from_host
+
+    on_dev1 = gpu_from_host(T.fvector("v"), "dev1")
+    node_op = OnDevice(exp(T.fvector()).owner.op, "dev0")
+    with pytest.raises(TypeError, match="on the context dev1, the node runs on dev0"):
+        node_op.make_node(on_dev1)
