@@ -46,11 +46,20 @@ def _ops(f):
     return [node.op for node in f.maker.fgraph.toposort()]
 
 
-def test_the_flag_takes_theanos_syntax_and_refuses_what_it_cannot_read():
+def test_the_flag_takes_theanos_syntax_and_refuses_what_it_cannot_read(tmp_path):
     from symgraph.config import parse_contexts
 
     assert parse_contexts(" dev0->cuda0 ; dev1 -> cuda1;") == {"dev0": "cuda0", "dev1": "cuda1"}
     assert symgraph.config.contexts == "dev0->cuda0;dev1->cuda1"
+    # in THEANO_FLAGS' form (commas between flags) and in a .theanorc
+    from symgraph.config import Config
+
+    flags = Config(environ={"SYMGRAPH_FLAGS": "device=cuda,contexts=a->cuda1;b->cuda0"},
+                   rc_paths=[])
+    assert (flags.device, flags.contexts) == ("cuda", "a->cuda1;b->cuda0")
+    rc = tmp_path / "theanorc"
+    rc.write_text("[global]\ncontexts = dev0->cuda0;dev1->cuda1\n")
+    assert Config(environ={}, rc_paths=[str(rc)]).contexts == "dev0->cuda0;dev1->cuda1"
     for bad, words in (("dev0=>cuda0", "mapping"), ("cuda0->cuda1", "cannot be"),
                        ("dev0->gpu1", "cuda0, cuda1"), ("dev0->cuda0;dev0->cuda1", "twice")):
         with pytest.raises(ConfigError, match="contexts") as info:
