@@ -171,12 +171,12 @@ SG_EXPORT void sg_threads_region_end(int team, double t0, double done, int64_t m
     if (team > 1 && mine > 0) sg_adapt_after(sg_now() - done, (done - t0) / (double)mine);
 }
 
-/* The team size for a product of m x n x k, or 1. */
+/* The team size for a product of m x n x k, or 1: a region's team (one
+ * while backing off) for a product large enough to split. */
 static int sg_gemm_team(int64_t m, int64_t n, int64_t k) {
     if (!sg_threads_enabled || !sg_threads_blas_set) return 1;
-    if (m * n * k < sg_threads_gemm_min || omp_in_parallel()) return 1;
-    if (sg_until > 0 && sg_now() < sg_until) return 1;      /* backing off */
-    return omp_get_max_threads();
+    if (m * n * k < sg_threads_gemm_min) return 1;
+    return sg_threads_region_team();
 }
 
 /* One wrapper per type (column-major, as BLAS): C (m x n) = alpha op(A) op(B)
@@ -218,7 +218,7 @@ SG_EXPORT void NAME(const char *ta, const char *tb, const int *m, const int *n, 
             }                                                                               \
             if (omp_get_thread_num() == 0) { done = sg_now(); mine = own; }                 \
         }                                                                                   \
-        if (mine > 0) sg_adapt_after(sg_now() - done, (done - t0) / (double)mine);          \
+        sg_threads_region_end(nt, t0, done, mine);                                          \
     }                                                                                       \
     sg_blas_release();                                                                      \
 }
