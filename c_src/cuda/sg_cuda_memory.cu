@@ -903,7 +903,7 @@ SG_EXPORT size_t sg_cuda_total_memory(int device) {
 /* The name of device `device`, as its driver reports it. */
 SG_EXPORT PyObject *sg_cuda_device_name(int device) {
 #ifdef SG_CUDA_EMULATED
-    return PyUnicode_FromFormat("emulated device %d (CUDA run on the CPU)", device);
+    return PyUnicode_FromFormat("the emulated device, number %d (CUDA run on the CPU)", device);
 #else
     cudaDeviceProp prop;
     cudaError_t rc = cudaGetDeviceProperties(&prop, device);

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import symgraph
+import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.config import ConfigError, config
 from tests.gpu.device_flags import DEVICE, REAL_GPU
