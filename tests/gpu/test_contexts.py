@@ -308,3 +308,14 @@ def test_a_device_node_refuses_an_input_of_another_context():
     node_op = OnDevice(exp(T.fvector()).owner.op, "dev0")
     with pytest.raises(TypeError, match="on the context dev1, the node runs on dev0"):
         node_op.make_node(on_dev1)
+
+
+def test_a_device_input_given_another_devices_array_is_moved_to_its_context():
+    from symgraph.tensor.gpu_type import GpuArrayType
+
+    v = GpuArrayType("float32", shape=(None,), context_name="dev1")("v")
+    f = symgraph.function([v], [(v * 2).transfer("cpu"), (v + 1).transfer("dev1")])
+    for where in ("dev0", "dev1"):
+        doubled, plus_one = f(symgraph.gpu.to_device(np.arange(3, dtype="f"), where))
+        np.testing.assert_array_equal(doubled, [0, 2, 4])
+        assert plus_one.device == 1 and (plus_one.get() == [1, 2, 3]).all()
