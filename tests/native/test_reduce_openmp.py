@@ -57,9 +57,9 @@ def kernels(node):
     with config.change_flags(openmp=True, openmp_reduce_minsize=0):
         parallel = cpu_kernel(node)
     assert not serial.openmp and "#pragma omp" not in serial.source
-    # a float sum calls the support library's drivers (reduce/sum_drivers.py);
-    # the other kinds carry their own OpenMP regions
-    if "sg_red_sum_run_" in parallel.source:
+    # every kind but argmax and argmin calls the support library's drivers
+    # (reduce/drivers.py); those two carry their own OpenMP regions
+    if "sg_red_run_" in parallel.source:
         assert not parallel.openmp and "#pragma omp" not in parallel.source
     else:
         assert parallel.openmp and "#pragma omp parallel" in parallel.source

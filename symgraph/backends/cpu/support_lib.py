@@ -145,14 +145,14 @@ def shared_units():
     from symgraph.backends.cpu.nnet import loss as loss_codegen
     from symgraph.backends.cpu.nnet import softmax as softmax_codegen
     from symgraph.backends.cpu.reduce import plan as reduce_plan
-    from symgraph.backends.cpu.reduce import sum_drivers
+    from symgraph.backends.cpu.reduce import drivers as reduce_drivers
     from symgraph.backends.c_family.c_files import c_file
     from symgraph.backends.cpu.elemwise.loop import EW_SUPPORT
 
     units = [split_unit("sg_region_v1", c_file("cpu/threads/region.inc")),
              split_unit(*EW_SUPPORT),
              split_unit(reduce_plan.SUPPORT_KEY, reduce_plan.SUPPORT),
-             *(split_unit(*sum_drivers.support_text(acc)) for acc in sum_drivers.SUFFIXES),
+             *(split_unit(*reduce_drivers.support_text(acc)) for acc in reduce_drivers.SUFFIXES),
              split_unit(*blas_support.common_text())]
     for T in ("float", "double"):
         units.append(split_unit(*blas_support.typed_text(T)))

@@ -390,7 +390,7 @@ class _Gen:
 
     def runs_fn(self):
         """SG_FN(runs): path A where every group is one block (one reduced
-        dimension of at most a block's elements, ``runs_ok``): ``count``
+        dimension of at most a block's elements): ``count``
         outputs along the innermost kept dimension, from the one at ``b``
         (into ``ob``), each its block's result folded as SG_FN(group) folds
         one block: the same bits, without a group's walk per output.  Groups
@@ -439,12 +439,6 @@ class _Gen:
     }}
 }}
 """
-
-    def runs_ok(self, pl):
-        """C: whether path A's groups of plan ``pl`` (a pointer) are one block
-        each, for SG_FN(runs)."""
-        return (f"({pl}->rsize != 0 && {pl}->nr == 1 && "
-                f"{pl}->rshape[0] <= {self._block_size()})")
 
     # ---- path B: a chunk of outputs along the innermost kept dimension
     def cols_fn(self):
@@ -505,6 +499,38 @@ class _Gen:
         return text
 
     # ---- argmax/argmin: the first element equal to the group's extremum
+    def ranged_cols_fn(self):
+        """SG_FN(cols) over columns [lo, hi) and reduced rows [r0, r1) only, into
+        ``part`` (accumulators) when it is not NULL, else into the output: the
+        serial path B text, edited."""
+        text = self.cols_fn()
+        ACC, OUT = self.ACC, self.OUT
+        edits = [
+            ("const sg_red_plan *pl) {",
+             f"const sg_red_plan *pl,\n                          int64_t lo, int64_t hi, "
+             f"int64_t r0, int64_t r1, {ACC} *part) {{"),
+            ("const int64_t n = pl->kshape[ki], os = pl->ostr[ki];",
+             "const int64_t os = pl->ostr[ki];"),
+            (f"for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{\n"
+             f"        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};",
+             f"for (int64_t j0 = lo; j0 < hi; j0 += {COL_CHUNK}) {{\n"
+             f"        const int64_t m = hi - j0 < {COL_CHUNK} ? hi - j0 : {COL_CHUNK};"),
+            ("        int64_t idx[SG_MAXDIMS] = {0};\n"
+             "        for (int64_t o = 0; o < pl->rsize; o++) {",
+             "        int64_t idx[SG_MAXDIMS] = {0}, rest = r0;\n"
+             "        for (int d = pl->nr - 1; d >= 0; d--) "
+             "{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }\n"
+             "        for (int64_t o = r0; o < r1; o++) {"),
+            (f"        if (os == (int64_t)sizeof({OUT})) {{",
+             f"        if (part) {{\n"
+             f"            for (int64_t j = 0; j < m; j++) part[j0 - lo + j] = acc[j];\n"
+             f"        }} else if (os == (int64_t)sizeof({OUT})) {{"),
+        ]
+        for old, new in edits:
+            assert old in text, old
+            text = text.replace(old, new)
+        return text
+
     def scan_fn(self):
         """SG_FN(scan): the first ``i`` in [a, z) whose element (at ``p0 + i *
         s0``) equals ``best`` (or is NaN when ``best`` is: NumPy's argmax), -1
@@ -554,37 +580,20 @@ class _Gen:
 }}
 """
 
-    def run_fn(self, runs=True):
-        """SG_FN(run) of a serial kernel; with ``runs`` False, without path A's
-        runs of one-block groups (the OpenMP run takes the part before its
-        loop and calls them from its items)."""
+    def run_fn(self):
+        """SG_FN(run) of a serial argmax/argmin kernel: each output's extremum
+        (SG_FN(group)), then its index (SG_FN(find)).  The other kinds call
+        the support library's drivers (reduce/drivers.py)."""
         red = ", ".join("1" if d in self.spec.axes else "0" for d in range(self.ndim)) or "0"
-        sort_r = 0 if self.arg else 1
-        if self.arg:
-            choose = "    const int cols = 0;"
-        else:
-            choose = ("    const int cols = pl.rsize != 0 && pl.kshape[pl.nk - 1] > 1 && "
-                      f"(pl.rsize == 1 || sg_red_key(pl.kstr[pl.nk - 1], {self.nin}) < "
-                      f"sg_red_key(pl.rstr[pl.nr - 1], {self.nin}));")
-        empty_fill = (f"        if (pl.rsize == 0) *({self.OUT} *)ob = ({self.OUT}){self.ident};\n"
-                      f"        else " if not self.arg else "        ")
-        cols_call = "" if self.arg else "if (cols) SG_FN(cols)(p, ob, &pl);\n        else "
-        if runs and not self.arg:
-            cols_call += "if (runs) SG_FN(runs)(p, &pl, ob, pl.kshape[pl.nk - 1]);\n        else "
-        runs = runs and not self.arg
-        runs_decl = (f"    const int runs = !cols && {self.runs_ok('(&pl)')};\n" if runs else "")
-        nko = "cols || runs" if runs else "cols"
-        store = ("*(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));" if self.arg
-                 else f"*({self.OUT} *)ob = ({self.OUT})SG_FN(group)(p, &pl);")
         return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const unsigned char red[] = {{{red}}};
     int64_t shape[SG_MAXDIMS];
     if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
     sg_red_plan pl;
-    sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], {sort_r});
+    sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], 0);
     if (pl.ksize == 0) return 0;
-{choose}
-{runs_decl}    const int nko = {nko} ? pl.nk - 1 : pl.nk;
+    const int cols = 0;
+    const int nko = pl.nk;
     int64_t count = 1;
     for (int d = 0; d < nko; d++) count *= pl.kshape[d];
     int64_t idx[SG_MAXDIMS] = {{0}};
@@ -596,18 +605,28 @@ class _Gen:
             for (int k = 0; k < {self.nin}; k++) p[k] += idx[d] * pl.kstr[d][k];
             ob += idx[d] * pl.ostr[d];
         }}
-{empty_fill}{cols_call}{store}
+        *(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));
         for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl.kshape[d]) break; idx[d] = 0; }}
     }}
     return 0;
 }}
 """
 
-    def source(self):
-        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.block_fn(), self.group_fn(),
-                 self.scan_fn() + self.find_fn() if self.arg else self.runs_fn() + self.cols_fn(),
-                 self.run_fn()]
+    def source(self, minpar=None):
+        """The kernel's C.  Every kind but argmax and argmin calls the support
+        library's drivers (``minpar``: the element count from which they share
+        the work out on threads; None: never); argmax and argmin keep their
+        own serial run."""
+        from symgraph.backends.cpu.reduce import drivers
+
+        common = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
+                  self.block_fn()]
+        if drivers.uses_drivers(self):
+            limit = drivers.SERIAL if minpar is None else str(minpar)
+            parts = common + [self.runs_fn(), self.ranged_cols_fn(),
+                              drivers.kernel_functions(self, limit)]
+        else:
+            parts = common + [self.group_fn(), self.scan_fn(), self.find_fn(), self.run_fn()]
         return mark_drivers("\n".join(parts))
 
     def header(self):
@@ -627,14 +646,14 @@ def reduce_kernel(spec):
 
     openmp = bool(config.openmp)
     if openmp:
-        from symgraph.backends.cpu.reduce import sum_drivers
+        from symgraph.backends.cpu.reduce import drivers
         from symgraph.backends.cpu.reduce.parallel import ParallelGen
 
         gen = ParallelGen(spec, int(config.openmp_reduce_minsize))
         source = gen.source()
-        # a float sum's drivers (and OpenMP regions) are in the support library
-        # (reduce/sum_drivers.py): its own library needs no OpenMP
-        openmp = not sum_drivers.uses_drivers(gen)
+        # the drivers (and OpenMP regions) of every kind but argmax and argmin
+        # are in the support library (reduce/drivers.py): no OpenMP here
+        openmp = not drivers.uses_drivers(gen)
     else:
         source = _Gen(spec).source()
     headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())
