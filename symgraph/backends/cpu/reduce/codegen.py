@@ -7,7 +7,7 @@ itself, or a fused element-wise expression), how elements combine, and in
 which dtype they accumulate.  The generated kernel works for any strides
 (negative and zero too) and any axis set:
 
-* at run time the shared planner (``reduce_plan.SUPPORT``, in the shared
+* at run time the shared planner (``reduce/plan.py``, in the shared
   support library: ``support_lib``) drops size-1 dimensions, sorts
   the kept and the reduced dimensions by stride (largest first; argmax and
   argmin keep C order, because their index is the position in C order) and
@@ -41,7 +41,11 @@ Empty groups give 0 (sum), 1 (prod), True (all), False (any); max, min,
 argmax and argmin raise SG_ERR_VALUE with the Python ``perform``'s message.
 float16 is loaded into float32 and accumulated there.
 
-OpenMP kernels (``config.openmp``) come from ``reduce_parallel_codegen``.
+A kernel holds the loops that touch elements (path A's block and runs, path
+B's columns) and, for every kind but argmax and argmin, calls the support
+library's drivers for the rest (``reduce/drivers.py``); with
+``config.openmp`` those share the work out on threads (``reduce/parallel.py``
+says how, and generates argmax/argmin's OpenMP drivers).
 """
 
 import re
@@ -442,7 +446,8 @@ class _Gen:
 
     # ---- path B: a chunk of outputs along the innermost kept dimension
     def cols_fn(self):
-        """SG_FN(cols): path B (OpenMP kernels edit it: ``ranged_cols_fn``)."""
+        """SG_FN(cols): path B over a whole row of outputs (the kernels use
+        its ranged edit: ``ranged_cols_fn``)."""
         T, ACC, OUT = self.T, self.ACC, self.OUT
         allk = list(range(self.nin))
         contig = " && ".join(f"s{k} == (int64_t)sizeof({T[k]})" for k in allk)
