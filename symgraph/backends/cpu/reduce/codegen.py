@@ -446,8 +446,11 @@ class _Gen:
 
     # ---- path B: a chunk of outputs along the innermost kept dimension
     def cols_fn(self):
-        """SG_FN(cols): path B over a whole row of outputs (the kernels use
-        its ranged edit: ``ranged_cols_fn``)."""
+        """SG_FN(cols): path B, columns [lo, hi) of the innermost kept
+        dimension over reduced rows [r0, r1), accumulated in chunks of
+        COL_CHUNK columns (vectorized over them where the inputs are
+        contiguous) into ``part`` when it is not NULL (the drivers' split
+        rows), else into the output."""
         T, ACC, OUT = self.T, self.ACC, self.OUT
         allk = list(range(self.nin))
         contig = " && ".join(f"s{k} == (int64_t)sizeof({T[k]})" for k in allk)
@@ -459,17 +462,19 @@ class _Gen:
         e_str = self.elem({k: f"*(const {T[k]} *)(p{k} + j * s{k})" for k in allk}, decl)
         self.constant = saved
         qs = "\n".join(f"                const {T[k]} *q{k} = (const {T[k]} *)p{k};" for k in allk)
-        text = f"""static void SG_FN(cols)(const char *const *b, char *ob, const sg_red_plan *pl) {{
+        return f"""static void SG_FN(cols)(const char *const *b, char *ob, const sg_red_plan *pl,
+                          int64_t lo, int64_t hi, int64_t r0, int64_t r1, {ACC} *part) {{
     const int ki = pl->nk - 1;
-    const int64_t n = pl->kshape[ki], os = pl->ostr[ki];
+    const int64_t os = pl->ostr[ki];
 {_per_input("    const int64_t s@ = pl->kstr[ki][@];", allk)}
     const int contig = {contig};
     {ACC} acc[{COL_CHUNK}];
-    for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{
-        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};
+    for (int64_t j0 = lo; j0 < hi; j0 += {COL_CHUNK}) {{
+        const int64_t m = hi - j0 < {COL_CHUNK} ? hi - j0 : {COL_CHUNK};
         for (int64_t j = 0; j < m; j++) acc[j] = {self.ident};
-        int64_t idx[SG_MAXDIMS] = {{0}};
-        for (int64_t o = 0; o < pl->rsize; o++) {{
+        int64_t idx[SG_MAXDIMS] = {{0}}, rest = r0;
+        for (int d = pl->nr - 1; d >= 0; d--) {{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }}
+        for (int64_t o = r0; o < r1; o++) {{
 {_per_input("            const char *p@ = b[@] + j0 * s@;", allk)}
             for (int d = 0; d < pl->nr; d++) {{
 {_per_input("                p@ += idx[d] * pl->rstr[d][@];", allk)}
@@ -492,7 +497,9 @@ class _Gen:
                 idx[d] = 0;
             }}
         }}
-        if (os == (int64_t)sizeof({OUT})) {{
+        if (part) {{
+            for (int64_t j = 0; j < m; j++) part[j0 - lo + j] = acc[j];
+        }} else if (os == (int64_t)sizeof({OUT})) {{
             {OUT} *w = ({OUT} *)ob + j0;
             for (int64_t j = 0; j < m; j++) w[j] = ({OUT})acc[j];
         }} else {{
@@ -501,41 +508,8 @@ class _Gen:
     }}
 }}
 """
-        return text
 
     # ---- argmax/argmin: the first element equal to the group's extremum
-    def ranged_cols_fn(self):
-        """SG_FN(cols) over columns [lo, hi) and reduced rows [r0, r1) only, into
-        ``part`` (accumulators) when it is not NULL, else into the output: the
-        serial path B text, edited."""
-        text = self.cols_fn()
-        ACC, OUT = self.ACC, self.OUT
-        edits = [
-            ("const sg_red_plan *pl) {",
-             f"const sg_red_plan *pl,\n                          int64_t lo, int64_t hi, "
-             f"int64_t r0, int64_t r1, {ACC} *part) {{"),
-            ("const int64_t n = pl->kshape[ki], os = pl->ostr[ki];",
-             "const int64_t os = pl->ostr[ki];"),
-            (f"for (int64_t j0 = 0; j0 < n; j0 += {COL_CHUNK}) {{\n"
-             f"        const int64_t m = n - j0 < {COL_CHUNK} ? n - j0 : {COL_CHUNK};",
-             f"for (int64_t j0 = lo; j0 < hi; j0 += {COL_CHUNK}) {{\n"
-             f"        const int64_t m = hi - j0 < {COL_CHUNK} ? hi - j0 : {COL_CHUNK};"),
-            ("        int64_t idx[SG_MAXDIMS] = {0};\n"
-             "        for (int64_t o = 0; o < pl->rsize; o++) {",
-             "        int64_t idx[SG_MAXDIMS] = {0}, rest = r0;\n"
-             "        for (int d = pl->nr - 1; d >= 0; d--) "
-             "{ idx[d] = rest % pl->rshape[d]; rest /= pl->rshape[d]; }\n"
-             "        for (int64_t o = r0; o < r1; o++) {"),
-            (f"        if (os == (int64_t)sizeof({OUT})) {{",
-             f"        if (part) {{\n"
-             f"            for (int64_t j = 0; j < m; j++) part[j0 - lo + j] = acc[j];\n"
-             f"        }} else if (os == (int64_t)sizeof({OUT})) {{"),
-        ]
-        for old, new in edits:
-            assert old in text, old
-            text = text.replace(old, new)
-        return text
-
     def scan_fn(self):
         """SG_FN(scan): the first ``i`` in [a, z) whose element (at ``p0 + i *
         s0``) equals ``best`` (or is NaN when ``best`` is: NumPy's argmax), -1
@@ -628,7 +602,7 @@ class _Gen:
                   self.block_fn()]
         if drivers.uses_drivers(self):
             limit = drivers.SERIAL if minpar is None else str(minpar)
-            parts = common + [self.runs_fn(), self.ranged_cols_fn(),
+            parts = common + [self.runs_fn(), self.cols_fn(),
                               drivers.kernel_functions(self, limit)]
         else:
             parts = common + [self.group_fn(), self.scan_fn(), self.find_fn(), self.run_fn()]
