@@ -676,16 +676,6 @@ SG_EXPORT sg_allocator *sg_cuda_allocator_of(int device) {
     return d == NULL ? NULL : &d->allocator;
 }
 
-/* The number of CUDA devices the runtime sees (0 when it sees none). */
-SG_EXPORT int sg_cuda_device_count(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return n;
-}
-
 /* A device copy on device `device` of the C-contiguous, aligned ndarray `host`. */
 SG_EXPORT PyObject *sg_cuda_put(PyObject *host, int device) {
     if (!PyArray_Check(host) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)host) ||

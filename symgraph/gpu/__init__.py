@@ -14,10 +14,11 @@ takes a context (``memory_stats('dev1')``); ``contexts()`` lists them.
 """
 
 from symgraph.gpu.placement import PlacementReport, placement_report
+from symgraph.tensor.gpu_contexts import ContextError
 
 __all__ = ["is_available", "placement_report", "PlacementReport", "to_device",
            "as_device_array", "to_pycuda", "memory_stats", "empty_cache", "synchronize",
-           "contexts", "peer_access"]
+           "contexts", "peer_access", "ContextError"]
 
 
 def is_available():
