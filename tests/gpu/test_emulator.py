@@ -461,4 +461,4 @@ def test_is_available_and_cheap_import():
     except OSError:
         assert available == "False"  # no driver on this machine
     assert added <= {"symgraph.gpu", "symgraph.gpu.placement", "symgraph.backends.cuda",
-                     "symgraph.backends.cuda.device"}, added
+                     "symgraph.backends.cuda.device", "symgraph.tensor.gpu_contexts"}, added
