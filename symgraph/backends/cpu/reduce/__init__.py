@@ -1,2 +1,3 @@
-"""CPU C for reductions: the loop plan, the serial and parallel kernels, the
-lowering of CAReduce and of reductions fused with their element-wise input."""
+"""CPU C for reductions: the loop plan, the kernels' element loops, the drivers
+in the support library, the lowering of CAReduce and of reductions fused with
+their element-wise input."""

@@ -42,10 +42,9 @@ argmax and argmin raise SG_ERR_VALUE with the Python ``perform``'s message.
 float16 is loaded into float32 and accumulated there.
 
 A kernel holds the loops that touch elements (path A's block and runs, path
-B's columns) and, for every kind but argmax and argmin, calls the support
-library's drivers for the rest (``reduce/drivers.py``); with
-``config.openmp`` those share the work out on threads (``reduce/parallel.py``
-says how, and generates argmax/argmin's OpenMP drivers).
+B's columns; argmax/argmin: the block and the index scan) and calls the
+support library's drivers for the rest (``reduce/drivers.py``, which says how
+they share the work out on threads with ``config.openmp``).
 """
 
 import re
@@ -73,13 +72,12 @@ COL_CHUNK = 512
 COMPILE_WEIGHT = 1.4
 #: How GCC optimizes each function of a kernel.  The functions that touch
 #: every element (the fused element's loops) at the command line's level
-#: (-O2, vectorized); the others only drive them, and GCC spent most of its
-#: time on a parallel reduction kernel vectorizing and unrolling their loops:
-#: those run once per output (group, items, find) at -O1, those run once per
-#: call, part or block at -Og (the cheapest to compile that keeps variables in
-#: registers).
+#: (-O2, vectorized); the one that runs once per output (runs) at -O1; the
+#: others, once per call (shape checks, the run, a store, a combine), at -Og
+#: (the cheapest to compile that keeps variables in registers).  The drivers
+#: that walk groups and share work out are in the support library.
 HOT = ("block", "cols", "scan")
-PER_OUTPUT = ("group", "items", "find", "runs")
+PER_OUTPUT = ("runs",)
 DRIVER = '__attribute__((optimize("Og")))'
 PER_OUTPUT_DRIVER = '__attribute__((optimize("O1")))'
 #: With OpenMP: path B's columns are shared out in multiples of this many, so
@@ -336,68 +334,12 @@ class _Gen:
                 f"      for (int l = 0; l < {L}; l++) any |= nanf[l];\n"
                 f"      if (any) lane[0] = NAN; }}\n")
 
-    def _seek(self, indent):
-        """C declaring ``p``: every input's first element of the reduced row
-        at index ``idx`` (rows of the reduced dimensions but the innermost).
-        Inputs constant over the group have stride 0 there."""
-        pad = " " * indent
-        return (f"{pad}const char *p[{self.nin}];\n"
-                f"{pad}for (int k = 0; k < {self.nin}; k++) {{\n"
-                f"{pad}    p[k] = b[k];\n"
-                f"{pad}    for (int d = 0; d < nro; d++) p[k] += idx[d] * pl->rstr[d][k];\n"
-                f"{pad}}}\n")
-
-    def _block_call(self, indent, target):
-        """C calling SG_FN(block) on the block at ``i0`` of the row at ``p``."""
-        pad, block = " " * indent, self._block_size()
-        return (f"{pad}const int64_t m = n - i0 < {block} ? n - i0 : {block};\n"
-                f"{pad}const char *q[{self.nin}];\n"
-                f"{pad}for (int k = 0; k < {self.nin}; k++) q[k] = p[k] + i0 * s[k];\n"
-                f"{pad}{target} = SG_FN(block)(q, s, m);\n")
-
-    def _fold(self, value):
-        """(declarations, statements adding block result ``value`` to the
-        group's accumulator, final statements): the binary counter of pairwise
-        sums, else a plain fold; blocks are folded in order."""
-        ACC = self.ACC
-        if self.pairwise:
-            decl = f"    {ACC} stk[64]; uint64_t cnt = 0;"
-            push = (f"            {{ {ACC} t = {value}; int lv = 0;\n"
-                    f"              for (; (cnt >> lv) & 1; lv++) t = stk[lv] + t;\n"
-                    f"              stk[lv] = t; cnt++; }}")
-            finish = (f"    {ACC} acc = 0;\n"
-                      f"    for (int lv = 0; lv < 64 && cnt >> lv; lv++) if ((cnt >> lv) & 1) acc += stk[lv];")
-            return decl, push, finish
-        return (f"    {ACC} acc = {self.ident};", f"            acc = {self.comb('acc', value)};",
-                "")
-
-    def group_fn(self):
-        """SG_FN(group): path A, one group: its blocks (SG_FN(block)) folded in order."""
-        ACC, block = self.ACC, self._block_size()
-        acc_decl, push, finish = self._fold("r")
-        return f"""static {ACC} SG_FN(group)(const char *const *b, const sg_red_plan *pl) {{
-    const int nro = pl->nr - 1;
-    const int64_t n = pl->rshape[nro], outer = pl->rsize / n;
-    const int64_t *s = pl->rstr[nro];
-    int64_t idx[SG_MAXDIMS] = {{0}};
-{acc_decl}
-    for (int64_t o = 0; o < outer; o++) {{
-{self._seek(8)}        for (int64_t i0 = 0; i0 < n; i0 += {block}) {{
-{self._block_call(12, f"const {ACC} r")}{push}
-        }}
-        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
-    }}
-{finish}
-    return acc;
-}}
-"""
-
     def runs_fn(self):
         """SG_FN(runs): path A where every group is one block (one reduced
         dimension of at most a block's elements): ``count``
         outputs along the innermost kept dimension, from the one at ``b``
-        (into ``ob``), each its block's result folded as SG_FN(group) folds
-        one block: the same bits, without a group's walk per output.  Groups
+        (into ``ob``), each its block's result folded as the drivers fold a
+        group of one block: the same bits, without a group's walk per output.  Groups
         shorter than the lanes are summed in place (SG_FN(block)'s first exit)."""
         ACC, OUT, T, L = self.ACC, self.OUT, self.T, _lanes(self.spec.acc_dtype)
         fold = ("acc += r;" if self.pairwise else f"acc = {self.comb('acc', 'r')};")
@@ -539,73 +481,17 @@ class _Gen:
 }}
 """
 
-    def find_fn(self):
-        """SG_FN(find): the C-order index of the first element equal to ``best``
-        (SG_FN(scan) along each row of the group)."""
-        return f"""static int64_t SG_FN(find)(const char *const *b, const sg_red_plan *pl,
-                                 {self.ACC} best) {{
-    const int nro = pl->nr - 1;
-    const int64_t n = pl->rshape[nro], s0 = pl->rstr[nro][0];
-    const int64_t outer = pl->rsize / n;
-    int64_t idx[SG_MAXDIMS] = {{0}};
-    for (int64_t o = 0, flat = 0; o < outer; o++, flat += n) {{
-        const char *p0 = b[0];
-        for (int d = 0; d < nro; d++) p0 += idx[d] * pl->rstr[d][0];
-        const int64_t i = SG_FN(scan)(p0, s0, 0, n, best);
-        if (i >= 0) return flat + i;
-        for (int d = nro - 1; d >= 0; d--) {{ if (++idx[d] < pl->rshape[d]) break; idx[d] = 0; }}
-    }}
-    return 0;
-}}
-"""
-
-    def run_fn(self):
-        """SG_FN(run) of a serial argmax/argmin kernel: each output's extremum
-        (SG_FN(group)), then its index (SG_FN(find)).  The other kinds call
-        the support library's drivers (reduce/drivers.py)."""
-        red = ", ".join("1" if d in self.spec.axes else "0" for d in range(self.ndim)) or "0"
-        return f"""int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    static const unsigned char red[] = {{{red}}};
-    int64_t shape[SG_MAXDIMS];
-    if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
-    sg_red_plan pl;
-    sg_red_plan_build(&pl, {self.nin}, in, {self.ndim}, shape, red, &out[0], 0);
-    if (pl.ksize == 0) return 0;
-    const int cols = 0;
-    const int nko = pl.nk;
-    int64_t count = 1;
-    for (int d = 0; d < nko; d++) count *= pl.kshape[d];
-    int64_t idx[SG_MAXDIMS] = {{0}};
-    for (int64_t o = 0; o < count; o++) {{
-        const char *p[{self.nin}];
-        for (int k = 0; k < {self.nin}; k++) p[k] = in[k].data;
-        char *ob = out[0].data;
-        for (int d = 0; d < nko; d++) {{
-            for (int k = 0; k < {self.nin}; k++) p[k] += idx[d] * pl.kstr[d][k];
-            ob += idx[d] * pl.ostr[d];
-        }}
-        *(int64_t *)ob = SG_FN(find)(p, &pl, SG_FN(group)(p, &pl));
-        for (int d = nko - 1; d >= 0; d--) {{ if (++idx[d] < pl.kshape[d]) break; idx[d] = 0; }}
-    }}
-    return 0;
-}}
-"""
-
     def source(self, minpar=None):
-        """The kernel's C.  Every kind but argmax and argmin calls the support
-        library's drivers (``minpar``: the element count from which they share
-        the work out on threads; None: never); argmax and argmin keep their
-        own serial run."""
+        """The kernel's C: the loops that touch elements, a store, a combine and
+        a run calling the support library's drivers (reduce/drivers.py);
+        ``minpar``: the element count from which they share the work out on
+        threads (None: never, a kernel built without the openmp flag)."""
         from symgraph.backends.cpu.reduce import drivers
 
-        common = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                  self.block_fn()]
-        if drivers.uses_drivers(self):
-            limit = drivers.SERIAL if minpar is None else str(minpar)
-            parts = common + [self.runs_fn(), self.cols_fn(),
-                              drivers.kernel_functions(self, limit)]
-        else:
-            parts = common + [self.group_fn(), self.scan_fn(), self.find_fn(), self.run_fn()]
+        loops = [self.scan_fn()] if self.arg else [self.runs_fn(), self.cols_fn()]
+        limit = drivers.SERIAL if minpar is None else str(minpar)
+        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
+                 self.block_fn(), *loops, drivers.kernel_functions(self, limit)]
         return mark_drivers("\n".join(parts))
 
     def header(self):
@@ -623,19 +509,10 @@ def reduce_kernel(spec):
         return None
     from symgraph.config import config
 
-    openmp = bool(config.openmp)
-    if openmp:
-        from symgraph.backends.cpu.reduce import drivers
-        from symgraph.backends.cpu.reduce.parallel import ParallelGen
-
-        gen = ParallelGen(spec, int(config.openmp_reduce_minsize))
-        source = gen.source()
-        # the drivers (and OpenMP regions) of every kind but argmax and argmin
-        # are in the support library (reduce/drivers.py): no OpenMP here
-        openmp = not drivers.uses_drivers(gen)
-    else:
-        source = _Gen(spec).source()
-    headers = tuple(spec.headers) + (("<omp.h>", "<stdlib.h>") if openmp else ())
-    return CKernel(source=source, support=(SUPPORT_ENTRY,) + tuple(spec.support),
-                   headers=headers, version=VERSION, openmp=openmp, extra=dict(spec.extra),
-                   compile_weight=COMPILE_WEIGHT)
+    # the drivers, and their OpenMP regions, are in the support library
+    # (reduce/drivers.py): the flag only sets where they share the work out
+    minpar = int(config.openmp_reduce_minsize) if config.openmp else None
+    return CKernel(source=_Gen(spec).source(minpar),
+                   support=(SUPPORT_ENTRY,) + tuple(spec.support),
+                   headers=tuple(spec.headers), version=VERSION, openmp=False,
+                   extra=dict(spec.extra), compile_weight=COMPILE_WEIGHT)

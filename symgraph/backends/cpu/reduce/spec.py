@@ -1,6 +1,6 @@
 """What a reduction kernel computes (``ReduceSpec``) and the C of its
 identities and combining rules, for the generators of ``reduce/codegen.py``
-and ``reduce/parallel.py``."""
+and of the support library's drivers (``reduce/drivers.py``)."""
 
 from dataclasses import dataclass
 
