@@ -104,6 +104,20 @@ def _host_bookkeeping(node):
                          for v in node.inputs)
 
 
+#: Why a draw of NumPy's generators stays on the host.
+NUMPY_RANDOM = ("draws from a NumPy generator, whose state lives on the host: its numbers "
+                "are NumPy's (MRG_RandomStreams draws on the device)")
+
+
+def _non_array_reason(node, tensor_type):
+    """Why ``node``, which has a value that is not a tensor, stays on the host."""
+    others = sorted({str(v.type) for v in node.inputs + node.outputs
+                     if not isinstance(v.type, tensor_type)})
+    if any("Random" in name for name in others):
+        return NUMPY_RANDOM
+    return f"not an array op: it takes or makes {', '.join(others)}"
+
+
 @graph_rewriter
 def gpu_placement(fgraph, verbose=False):
     """Move the nodes the device backend can run; transfers at the edges."""
@@ -128,7 +142,7 @@ def gpu_placement(fgraph, verbose=False):
             continue
         kind = device_of(context).rstrip("0123456789")
         if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
-            node.tag.cpu_reason = "not an array op"
+            node.tag.cpu_reason = _non_array_reason(node, TensorType)
             continue
         reason = BOOKKEEPING if _host_bookkeeping(node) else device_support(kind, node)
         if reason is not None:

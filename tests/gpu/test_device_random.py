@@ -32,3 +32,26 @@ def test_uniform_and_normal_draws_match_the_cpu_call_after_call():
         np.testing.assert_allclose(dn, cn, rtol=1e-6)
         assert ((du > 0) & (du < 1)).all()
     assert not np.array_equal(dev[0][0], dev[1][0])       # the state advanced
+
+
+def test_numpy_generator_draws_stay_on_the_host_with_their_reason():
+    """RandomStreams draw NumPy's numbers on the host (as Theano's did): the
+    same numbers as a CPU function's; their values reach the device through a
+    transfer, and the placement report says why they stay."""
+    from symgraph.gpu.placement import placement_report
+    from symgraph.tensor.random import RandomStreams
+
+    def build():
+        x = T.fmatrix("x")
+        return symgraph.function([x], x * RandomStreams(seed=3).uniform(size=x.shape))
+
+    value = np.full((2, 3), 2, "float32")
+    cpu = build()
+    with symgraph.config.change_flags(**DEVICE):
+        dev = build()
+        reasons = [reason for _, reason in placement_report(dev).cpu_nodes]
+        assert reasons and all("NumPy generator" in r and "MRG_RandomStreams" in r
+                               for r in reasons), reasons
+        assert any(isinstance(n.op, OnDevice) for n in dev.maker.fgraph.toposort())
+        for _ in range(2):
+            np.testing.assert_array_equal(dev(value), cpu(value))
