@@ -680,6 +680,12 @@ SG_EXPORT void sg_cuda_empty_cache(int device) {
  * before the first is used. */
 SG_EXPORT void sg_cuda_emu_set_device_count(int n) { cuda_emu::device_count = n; }
 
+/* Make `device` the calling thread's current device behind this library's
+ * back, as another library does (torch.cuda.set_device): tests. */
+SG_EXPORT int sg_cuda_emu_switch_device(int device) {
+    return cudaSetDevice(device) == cudaSuccess ? 0 : -1;
+}
+
 /* The emulated device grants no allocation above `bytes` (0: no limit): how
  * tests reach the out-of-memory path. */
 SG_EXPORT void sg_cuda_emu_set_max_allocation(size_t bytes) { cuda_emu::max_allocation = bytes; }

@@ -319,3 +319,62 @@ def test_a_device_input_given_another_devices_array_is_moved_to_its_context():
         doubled, plus_one = f(symgraph.gpu.to_device(np.arange(3, dtype="f"), where))
         np.testing.assert_array_equal(doubled, [0, 2, 4])
         assert plus_one.device == 1 and (plus_one.get() == [1, 2, 3]).all()
+
+
+def _blas_calls():
+    import ctypes
+
+    from symgraph.backends.cuda.device_memory import _library
+
+    fn = _library(True).sg_cuda_emu_blas_calls
+    fn.restype = ctypes.c_longlong
+    return fn()
+
+
+def _products_on_both_devices():
+    """(f0, f1, want0, want1): a cuBLAS product on dev0 and one on dev1."""
+    a_host = RNG.standard_normal((4, 3)).astype("f")
+    b_host = RNG.standard_normal((3, 2)).astype("f")
+    a0, b0 = symgraph.shared(a_host, target="dev0"), symgraph.shared(b_host, target="dev0")
+    a1, b1 = symgraph.shared(a_host, target="dev1"), symgraph.shared(2 * b_host, target="dev1")
+    with symgraph.config.change_flags(**{"gpu.cublas": True}):
+        f0 = symgraph.function([], T.dot(a0, b0).transfer("cpu"))
+        f1 = symgraph.function([], T.dot(a1, b1).transfer("cpu"))
+    return f0, f1, a_host @ b_host, a_host @ (2 * b_host)
+
+
+@pytest.mark.skipif(REAL_GPU, reason="the emulated cuBLAS checks its handle's device")
+def test_each_thread_multiplies_with_the_cublas_handle_of_its_steps_device():
+    # The kernels hold one cuBLAS table; a step must see its own device's
+    # handle even when another thread showed another device's since.  (The
+    # emulated cuBLAS refuses a handle of another device than the thread's,
+    # where a GPU would multiply on the wrong device.)
+    import threading
+
+    f0, f1, want0, want1 = _products_on_both_devices()
+    before = _blas_calls()
+    np.testing.assert_allclose(f0(), want0, rtol=1e-5)
+    got = []
+    worker = threading.Thread(target=lambda: got.append(f1()))
+    worker.start()
+    worker.join()
+    np.testing.assert_allclose(got[0], want1, rtol=1e-5)
+    np.testing.assert_allclose(f0(), want0, rtol=1e-5)
+    np.testing.assert_allclose(f1(), want1, rtol=1e-5)
+    assert _blas_calls() == before + 4
+
+
+@pytest.mark.skipif(REAL_GPU, reason="switches the emulated device behind symgraph's back")
+def test_a_step_selects_its_device_again_after_another_library_switched_it():
+    # torch.cuda.set_device or CuPy's Device.use change the thread's current
+    # device without telling symgraph: the next step must select its own.
+    from symgraph.backends.cuda.device_memory import _library
+
+    f0, f1, want0, want1 = _products_on_both_devices()
+    np.testing.assert_allclose(f0(), want0, rtol=1e-5)
+    assert _library(True).sg_cuda_emu_switch_device(1) == 0
+    np.testing.assert_allclose(f0(), want0, rtol=1e-5)
+    assert _library(True).sg_cuda_emu_switch_device(0) == 0
+    np.testing.assert_allclose(f1(), want1, rtol=1e-5)
+    np.testing.assert_allclose(f0(), want0, rtol=1e-5)
+
