@@ -70,8 +70,10 @@ def as_device_array(value, context_name=None):
     """Another GPU library's array (PyCUDA's ``GPUArray``, a CuPy array, a CUDA
     ``torch.Tensor``, a Numba device array: anything with
     ``__cuda_array_interface__``) as a DeviceArray over the same memory, no
-    copy; a DeviceArray is returned as is.  Functions and shared variables
-    accept such arrays directly (``shared.set_value(x, borrow=True)``)."""
+    copy; a DeviceArray is returned as is.  Memory on another device than
+    the context's is copied there instead (kernels read their own device's).
+    Functions and shared variables accept such arrays directly
+    (``shared.set_value(x, borrow=True)``)."""
     from symgraph.backends.cuda.device_memory import adopt
 
     return adopt(value, _context(context_name))

@@ -378,3 +378,32 @@ def test_a_step_selects_its_device_again_after_another_library_switched_it():
     np.testing.assert_allclose(f1(), want1, rtol=1e-5)
     np.testing.assert_allclose(f0(), want0, rtol=1e-5)
 
+
+def test_another_librarys_array_on_another_device_is_copied_to_the_context(monkeypatch):
+    # A CuPy array on cuda1 given where dev0 is wanted must not be read in
+    # place by dev0's kernels: it is copied over, as a DeviceArray would be.
+    # (The emulated devices share the host's memory, so CUDA's answer to
+    # "which device is this pointer on" is played here.)
+    from symgraph.backends.cuda import device_memory
+
+    class Foreign:
+        def __init__(self, memory):
+            self.memory = memory
+            self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
+
+    src = symgraph.gpu.to_device(np.arange(6, dtype="f").reshape(2, 3), "dev1")
+    on = {src.ptr: 1}
+    real = device_memory.pointer_device
+    monkeypatch.setattr(device_memory, "pointer_device",
+                        lambda pointer, emulated=None: on.get(pointer, real(pointer, emulated)))
+    for where, device in (("dev0", 0), ("dev1", 1)):
+        got = symgraph.gpu.as_device_array(Foreign(src), where)
+        assert got.device == device and (got.get() == src.get()).all()
+        # used in place on its own device, copied to another
+        assert (got.ptr == src.ptr) == (device == 1)
+    # a function's input of dev0 given it
+    from symgraph.tensor.gpu_type import GpuArrayType
+
+    w = GpuArrayType("float32", shape=(None, None), context_name="dev0")("w")
+    f = symgraph.function([w], (w * 2).transfer("cpu"))
+    np.testing.assert_array_equal(f(Foreign(src)), 2 * src.get())

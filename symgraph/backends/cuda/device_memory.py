@@ -30,8 +30,8 @@ from symgraph.backends.native.allocator import Allocator
 from symgraph.backends.native.c_sources import C_SRC
 
 __all__ = ["device_array_class", "put", "get", "adopt", "copy_to", "on_device", "from_host",
-           "peer_access", "memory_stats", "empty_cache", "synchronize", "allocator",
-           "context_index"]
+           "peer_access", "pointer_device", "memory_stats", "empty_cache", "synchronize",
+           "allocator", "context_index"]
 
 _SOURCE = "cuda/sg_cuda_memory.cu"
 
@@ -90,7 +90,8 @@ def _library(emulated):
                                     ("sg_cuda_synchronize", int_, (int_,)),
                                     ("sg_cuda_allocator_of", ctypes.c_void_p, (int_,)),
                                     ("sg_cuda_wrap", obj, (obj,) * 5 + (int_,)),
-                                    ("sg_cuda_stream_wait", int_, (ctypes.c_size_t,))):
+                                    ("sg_cuda_stream_wait", int_, (ctypes.c_size_t,)),
+                                    ("sg_cuda_pointer_device", int_, (ctypes.c_size_t,))):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     return lib
@@ -190,7 +191,8 @@ def adopt(value, context_name="cuda0", emulated=None):
     """A DeviceArray over the memory of ``value``, another GPU library's array
     (its ``__cuda_array_interface__``, version 2 or 3): no copy, ``value`` is
     kept alive as the array's ``base`` and sees every write.  Work queued on
-    the stream the interface names is waited for first."""
+    the stream the interface names is waited for first.  Memory of another
+    device than the context's is copied to the context's device instead."""
     emulated = _emulated() if emulated is None else emulated
     cls = device_array_class(context_name, emulated)
     if isinstance(value, cls):
@@ -239,7 +241,24 @@ def adopt(value, context_name="cuda0", emulated=None):
     # the stream symgraph launches on, the per-thread one waits for it
     if stream not in (None, 1, 2) and lib.sg_cuda_stream_wait(int(stream)):
         raise RuntimeError(f"waiting for the stream of a {what} failed")
-    return lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, context_index(context_name))
+    device = context_index(context_name)
+    owner = pointer_device(pointer, emulated) if pointer else -1
+    if owner < 0 or owner == device:
+        return lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, device)
+    # Memory of another device (a CuPy array on cuda1 given for dev0): the
+    # context's kernels must not read it in place, so it is wrapped on its own
+    # device and copied to the context's, as a DeviceArray of another device is.
+    _class(emulated, owner)
+    return copy_to(lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, owner), context_name,
+                   emulated)
+
+
+def pointer_device(pointer, emulated=None):
+    """The number of the device whose memory ``pointer`` (an int) is, or -1
+    where CUDA does not tie it to one device (host or managed memory, and
+    the emulated device, whose devices share the host's memory)."""
+    emulated = _emulated() if emulated is None else emulated
+    return _library(emulated).sg_cuda_pointer_device(pointer)
 
 
 def get(array):
