@@ -314,11 +314,16 @@ def test_a_device_input_given_another_devices_array_is_moved_to_its_context():
     from symgraph.tensor.gpu_type import GpuArrayType
 
     v = GpuArrayType("float32", shape=(None,), context_name="dev1")("v")
-    f = symgraph.function([v], [(v * 2).transfer("cpu"), (v + 1).transfer("dev1")])
+    # v[::-1] is a view of what the function was given (or a copy of it on
+    # its device): its device says where the input was (the emulated devices
+    # share the host's memory, so the values alone cannot tell)
+    outs = [(v * 2).transfer("cpu"), (v + 1).transfer("dev1"), v[::-1].transfer("dev1")]
+    f = symgraph.function([v], outs)
     for where in ("dev0", "dev1"):
-        doubled, plus_one = f(symgraph.gpu.to_device(np.arange(3, dtype="f"), where))
+        doubled, plus_one, reversed_ = f(symgraph.gpu.to_device(np.arange(3, dtype="f"), where))
         np.testing.assert_array_equal(doubled, [0, 2, 4])
         assert plus_one.device == 1 and (plus_one.get() == [1, 2, 3]).all()
+        assert reversed_.device == 1 and (reversed_.get() == [2, 1, 0]).all()
 
 
 def _blas_calls():
