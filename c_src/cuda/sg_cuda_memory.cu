@@ -456,7 +456,7 @@ SG_EXPORT PyObject *sg_cuda_memory_init(int device, int schedule) {
     if (!d->ready) {
         d->index = device;
         d->cache_enabled = 1;
-        sg_device *saved = current;
+        sg_device *saved = thread_device();
         current = NULL;                /* force the cudaSetDevice of a first use */
         if (select_device(d) < 0) { current = saved; return NULL; }
         if (schedule >= 0) {
@@ -701,6 +701,13 @@ SG_EXPORT void sg_cuda_emu_set_device_count(int n) { cuda_emu::device_count = n;
  * back, as another library does (torch.cuda.set_device): tests. */
 SG_EXPORT int sg_cuda_emu_switch_device(int device) {
     return cudaSetDevice(device) == cudaSuccess ? 0 : -1;
+}
+
+/* The calling thread's current device, as CUDA sees it: tests. */
+SG_EXPORT int sg_cuda_emu_thread_device(void) {
+    int device = -1;
+    cudaGetDevice(&device);
+    return device;
 }
 
 /* The emulated device grants no allocation above `bytes` (0: no limit): how

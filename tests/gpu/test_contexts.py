@@ -412,3 +412,23 @@ def test_another_librarys_array_on_another_device_is_copied_to_the_context(monke
     w = GpuArrayType("float32", shape=(None, None), context_name="dev0")("w")
     f = symgraph.function([w], (w * 2).transfer("cpu"))
     np.testing.assert_array_equal(f(Foreign(src)), 2 * src.get())
+
+
+@pytest.mark.skipif(REAL_GPU, reason="switches the emulated device behind symgraph's back")
+def test_python_calls_on_another_devices_array_leave_the_thread_on_its_device():
+    # The user's thread is on cuda1 (torch.cuda.set_device(1)); reading,
+    # copying, pickling or making an array of cuda0 must not leave it on cuda0.
+    from symgraph.backends.cuda.device_memory import _library
+
+    lib = _library(True)
+    on0 = symgraph.gpu.to_device(np.arange(3, dtype="f"), "dev0")
+    a = symgraph.shared(np.ones(3, "f"), target="dev0")
+    try:
+        for call in (on0.get, on0.copy, lambda: pickle.dumps(on0),
+                     lambda: symgraph.gpu.to_device(np.ones(2, "f"), "dev0"),
+                     lambda: a.set_value(np.zeros(3, "f")), a.get_value):
+            assert lib.sg_cuda_emu_switch_device(1) == 0
+            call()
+            assert lib.sg_cuda_emu_thread_device() == 1, call
+    finally:
+        lib.sg_cuda_emu_switch_device(0)
