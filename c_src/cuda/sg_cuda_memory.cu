@@ -320,15 +320,40 @@ static PyObject *dev_base(PyObject *self, void *c) {
 
 /* CUDA's array interface (version 3), so CuPy, PyTorch, Numba and PyCUDA
  * read the array in place.  "stream" 1 is the legacy default stream, where
- * symgraph's kernels run: a consumer on another stream waits for it. */
+ * symgraph's kernels run: a consumer on another stream waits for it.  That
+ * handle means the legacy stream of the consumer's current device, though:
+ * for an array of another device (a result on cuda1 read while cuda0 is
+ * current) the consumer would wait for the wrong device, so symgraph waits
+ * for the array's device itself and says "stream" None (nothing pending). */
 static PyObject *dev_interface(PyObject *self, void *c) {
     (void)c;
     const DevArray *a = (DevArray *)self;
+    int now = -1;
+    PyObject *stream;
+    const cudaError_t asked = cudaGetDevice(&now);
+    if (asked != cudaSuccess) cudaGetLastError();
+    if (asked == cudaSuccess && now == a->dev->index) {
+        stream = PyLong_FromLong(1);
+    } else {
+        sg_device *saved;
+        if (borrow_device(a->dev, &saved) < 0) return NULL;
+        cudaError_t rc = cudaStreamSynchronize(0);
+        restore_device(saved);
+        if (rc != cudaSuccess) {
+            cudaGetLastError();
+            PyErr_Format(PyExc_RuntimeError, "cuda%d failed while running kernels: %s",
+                         a->dev->index, cudaGetErrorString(rc));
+            return NULL;
+        }
+        stream = Py_None;
+        Py_INCREF(stream);
+    }
+    if (stream == NULL) return NULL;
     PyArray_Descr *d = PyArray_DescrFromType(a->typenum);
-    if (d == NULL) return NULL;
+    if (d == NULL) { Py_DECREF(stream); return NULL; }
     PyObject *typestr = PyObject_GetAttrString((PyObject *)d, "str");
     Py_DECREF(d);
-    if (typestr == NULL) return NULL;
+    if (typestr == NULL) { Py_DECREF(stream); return NULL; }
     PyObject *strides;
     if (dev_contiguous(a, dev_itemsize(a->typenum))) {
         strides = Py_None;
@@ -338,9 +363,9 @@ static PyObject *dev_interface(PyObject *self, void *c) {
     }
     /* an empty array's address is 0 by the protocol's rule */
     void *data = dev_size(a) == 0 ? NULL : a->data;
-    return Py_BuildValue("{s:N,s:N,s:(NO),s:N,s:i,s:i}", "shape", dev_tuple(a->shape, a->ndim),
+    return Py_BuildValue("{s:N,s:N,s:(NO),s:N,s:i,s:N}", "shape", dev_tuple(a->shape, a->ndim),
                          "typestr", typestr, "data", PyLong_FromVoidPtr(data), Py_False,
-                         "strides", strides, "version", 3, "stream", 1);
+                         "strides", strides, "version", 3, "stream", stream);
 }
 
 static PyGetSetDef dev_getset[] = {

@@ -415,6 +415,29 @@ def test_another_librarys_array_on_another_device_is_copied_to_the_context(monke
 
 
 @pytest.mark.skipif(REAL_GPU, reason="switches the emulated device behind symgraph's back")
+def test_the_array_interface_names_a_stream_only_on_the_current_device():
+    # Stream 1 (the legacy default stream) means the consumer's current
+    # device's: an array of another device has its device waited for by
+    # symgraph, and says there is nothing to wait for (None).
+    from symgraph.backends.cuda.device_memory import _library
+
+    on0 = symgraph.gpu.to_device(np.arange(3, dtype="f"), "dev0")
+    on1 = symgraph.gpu.to_device(np.arange(3, dtype="f"), "dev1")
+    lib = _library(True)
+    try:
+        assert lib.sg_cuda_emu_switch_device(0) == 0
+        assert on0.__cuda_array_interface__["stream"] == 1
+        assert on1.__cuda_array_interface__["stream"] is None
+        assert lib.sg_cuda_emu_switch_device(1) == 0
+        assert on0.__cuda_array_interface__["stream"] is None
+        assert on1.__cuda_array_interface__["stream"] == 1
+    finally:
+        lib.sg_cuda_emu_switch_device(0)
+    face = on1.__cuda_array_interface__
+    assert face["data"] == (on1.ptr, False) and face["shape"] == (3,)
+
+
+@pytest.mark.skipif(REAL_GPU, reason="switches the emulated device behind symgraph's back")
 def test_python_calls_on_another_devices_array_leave_the_thread_on_its_device():
     # The user's thread is on cuda1 (torch.cuda.set_device(1)); reading,
     # copying, pickling or making an array of cuda0 must not leave it on cuda0.
