@@ -96,8 +96,9 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
     """A NativeProgram running ``order`` over ``fgraph`` with the kernels that
     ``records`` name (see :func:`native_records`), or None when one of them
     cannot be loaded.  ``extra_steps`` as for ``build_program``."""
-    from symgraph.backends.native.linker import (NativeProgram, _native_step, assemble_program,
-                                                 assign_slots, python_step, step_allocators)
+    from symgraph.backends.native.linker import NativeProgram, python_step
+    from symgraph.backends.native.program import (assemble_program, assign_slots, native_step,
+                                                  step_allocators)
     from symgraph.backends.native.runtime import load_runtime
     from symgraph.backends.protocol import get_backend
 
@@ -116,7 +117,7 @@ def restore_program(fgraph, order, records, extra_steps=None, backends=None):
         if index not in found:
             return (1, python_step(node), ins, outs), True
         kernel, addresses, backend = found[index]
-        return _native_step(kernel, addresses, node, ins, outs,
+        return native_step(kernel, addresses, node, ins, outs,
                             *step_allocators(backend, node, runtime)), False
 
     program, step_nodes, python_nodes = assemble_program(runtime, fgraph, order, slot_of,
