@@ -325,6 +325,14 @@ static PyObject *dev_base(PyObject *self, void *c) {
  * for an array of another device (a result on cuda1 read while cuda0 is
  * current) the consumer would wait for the wrong device, so symgraph waits
  * for the array's device itself and says "stream" None (nothing pending). */
+#ifdef SG_CUDA_EMULATED
+static long long emu_interface_waits;
+
+/* How many times the interface waited for an array's device (tests: symgraph
+ * itself never reads its own arrays' interface). */
+SG_EXPORT long long sg_cuda_emu_interface_waits(void) { return emu_interface_waits; }
+#endif
+
 static PyObject *dev_interface(PyObject *self, void *c) {
     (void)c;
     const DevArray *a = (DevArray *)self;
@@ -345,6 +353,9 @@ static PyObject *dev_interface(PyObject *self, void *c) {
                          a->dev->index, cudaGetErrorString(rc));
             return NULL;
         }
+#ifdef SG_CUDA_EMULATED
+        emu_interface_waits++;
+#endif
         stream = Py_None;
         Py_INCREF(stream);
     }

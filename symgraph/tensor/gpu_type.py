@@ -41,7 +41,8 @@ def register_device_array(kind, classes, put, get, adopt=None):
 
 def _foreign(value):
     """True for another GPU library's array (PyCUDA, CuPy, PyTorch, Numba)."""
-    return hasattr(value, "__cuda_array_interface__") and not is_device_array(value)
+    # symgraph's own arrays first: reading their interface may wait for their device
+    return not is_device_array(value) and hasattr(value, "__cuda_array_interface__")
 
 
 def _kind(context_name):
@@ -69,7 +70,7 @@ def to_device(value, context_name):
     """``value`` (array-like) copied to the device of ``context_name``; a
     device array (symgraph's or another GPU library's) is copied on the
     devices (between two, a peer copy)."""
-    if hasattr(value, "__cuda_array_interface__"):
+    if is_device_array(value) or _foreign(value):
         placed = adopt(value, context_name)
         return placed.copy() if placed is value or getattr(placed, "base", None) is value \
             else placed

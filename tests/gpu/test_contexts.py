@@ -460,3 +460,30 @@ def test_python_calls_on_another_devices_array_leave_the_thread_on_its_device():
             assert lib.sg_cuda_emu_thread_device() == 1, call
     finally:
         lib.sg_cuda_emu_switch_device(0)
+
+
+@pytest.mark.skipif(REAL_GPU, reason="counts the emulated device's waits")
+def test_symgraph_never_reads_its_own_arrays_interface():
+    # The interface of an array of another device than the thread's waits for
+    # that device: function inputs and copies must not read it for every call.
+    import ctypes
+
+    from symgraph.backends.cuda.device_memory import _library
+    from symgraph.tensor.gpu_type import GpuArrayType
+
+    lib = _library(True)
+    waits = lib.sg_cuda_emu_interface_waits
+    waits.restype = ctypes.c_longlong
+    v = GpuArrayType("float32", shape=(None,), context_name="dev1")("v")
+    f = symgraph.function([v], (v + 1).transfer("dev1"))
+    on1 = symgraph.gpu.to_device(np.arange(3, dtype="f"), "dev1")
+    try:
+        before = waits()
+        for _ in range(2):
+            assert lib.sg_cuda_emu_switch_device(0) == 0
+            assert (f(on1).get() == [1, 2, 3]).all()
+        assert lib.sg_cuda_emu_switch_device(0) == 0
+        assert symgraph.gpu.to_device(on1, "dev0").device == 0
+        assert waits() == before
+    finally:
+        lib.sg_cuda_emu_switch_device(0)
