@@ -130,7 +130,9 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
     ``target`` (Theano's) is symgraph's too: ``'cpu'`` keeps the value in host
     memory, a device or a name of the flag ``contexts`` (``'dev0'``) puts an
     array of any dtype on that device, None on the default context's;
-    without it, float arrays go to the device of the flag ``device``.
+    without it, float arrays go to the device of the flag ``device``.  A
+    device array (symgraph's or another GPU library's) goes to ``target``,
+    or without one to the default context (``device=cuda``).
     """
     from symgraph.tensor.type import TensorType
 
@@ -152,6 +154,11 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
                         f"registered shared_constructor took them)")
     if isinstance(value, Variable):
         raise TypeError(f"shared() needs a value, not a symbolic variable ({value})")
+    if _is_device_value(value):
+        context = _device_context() if target is _NO_TARGET else _target_context(target)
+        if context is not None or target is not _NO_TARGET:
+            return _device_shared(value, context, name, strict, borrow, allow_downcast, shape,
+                                  broadcastable)
     if isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
         arr = np.asarray(value)
         if isinstance(value, float) and not isinstance(value, np.generic):
@@ -187,6 +194,31 @@ shared.constructors = _constructors  # Theano's attribute: the registered constr
 
 #: shared()'s target when none is given (None is Theano's default context)
 _NO_TARGET = object()
+
+
+def _is_device_value(value):
+    """True for a device array: symgraph's, or another GPU library's."""
+    from symgraph.tensor.gpu_type import _foreign, is_device_array
+
+    return is_device_array(value) or _foreign(value)
+
+
+def _device_shared(value, context, name, strict, borrow, allow_downcast, shape, broadcastable):
+    """shared() of a device array (Theano's shared of a GpuArray, with a
+    target or a default context): a shared variable on ``context`` (the
+    array moved there if it is on another device), or in host memory
+    (``context`` None: target='cpu')."""
+    from symgraph.tensor.gpu_type import GpuArrayType, to_host
+    from symgraph.tensor.type import TensorType
+
+    if broadcastable is not None:
+        shape = tuple(1 if b else None for b in broadcastable)
+    ttype = TensorType(str(np.dtype(value.dtype)), shape=shape or (None,) * len(value.shape))
+    if context is None:
+        return TensorSharedVariable(ttype, to_host(value), name=name, strict=strict, borrow=True,
+                                    allow_downcast=allow_downcast)
+    return GpuArraySharedVariable(GpuArrayType.like(ttype, context), value, name=name,
+                                  strict=strict, borrow=borrow, allow_downcast=allow_downcast)
 
 
 def _target_context(target):

@@ -487,3 +487,22 @@ def test_symgraph_never_reads_its_own_arrays_interface():
         assert waits() == before
     finally:
         lib.sg_cuda_emu_switch_device(0)
+
+
+def test_shared_takes_a_device_array_with_a_target():
+    # Theano's shared(gpuarray, target=...): a shared variable on the target's
+    # device (moved there from another), or in host memory for 'cpu'
+    host = np.arange(6, dtype="f").reshape(2, 3)
+    on1 = symgraph.gpu.to_device(host, "dev1")
+    moved = symgraph.shared(on1, target="dev0", name="moved")
+    same = symgraph.shared(on1, target="dev1", borrow=True)
+    copied = symgraph.shared(on1, target="dev1")
+    kept = symgraph.shared(on1, target="cpu")
+    assert isinstance(moved, GpuArraySharedVariable) and moved.type.context_name == "dev0"
+    assert _inner(moved).device == 0 and _inner(same) is on1
+    assert _inner(copied).device == 1 and _inner(copied).ptr != on1.ptr
+    assert isinstance(kept, TensorSharedVariable)
+    for var in (moved, same, copied, kept):
+        np.testing.assert_array_equal(var.get_value(), host)
+    f = symgraph.function([], (moved * 2).transfer("cpu"))
+    np.testing.assert_array_equal(f(), 2 * host)
