@@ -506,3 +506,22 @@ def test_shared_takes_a_device_array_with_a_target():
         np.testing.assert_array_equal(var.get_value(), host)
     f = symgraph.function([], (moved * 2).transfer("cpu"))
     np.testing.assert_array_equal(f(), 2 * host)
+
+
+def test_a_transfer_to_a_device_that_does_not_exist_names_the_users_line():
+    import inspect
+
+    from symgraph.backends.cuda.contexts import device_count
+
+    # far past what any test made ready (a device made ready stays usable)
+    missing = f"cuda{device_count() + 8}"
+    x = T.fvector("x")
+    y = (x.transfer(missing) * 2).transfer("cpu")             # the line the error names
+    line = inspect.currentframe().f_lineno - 1
+    with symgraph.config.change_flags(on_opt_error="ignore"), \
+            pytest.raises(ContextError) as info:
+        symgraph.function([x], y)
+    message = str(info.value)
+    assert message.startswith(f"{missing} does not exist: this process can use cuda0, cuda1")
+    assert f"GpuFromHost{{context_name='{missing}'}}(x)" in message
+    assert f"test_contexts.py:{line}" in message

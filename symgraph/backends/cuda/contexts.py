@@ -61,9 +61,9 @@ def check_device(number, what=None, emulated=None):
     emulated = _emulated() if emulated is None else emulated
     if 0 <= number < device_count(emulated):
         return
-    what = what or f"the context cuda{number}"
-    raise ContextError(f"{what} names cuda{number}, which does not exist: this process can "
-                       f"use {existing_devices(emulated)}")
+    named = f"{what} names cuda{number}, which" if what else f"cuda{number}"
+    raise ContextError(f"{named} does not exist: this process can use "
+                       f"{existing_devices(emulated)}")
 
 
 def check_contexts(emulated=None):

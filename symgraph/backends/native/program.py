@@ -66,10 +66,19 @@ def assemble_program(runtime, fgraph, order, slot_of, constants, extra_steps, no
 def step_allocators(backend, node, runtime):
     """(allocator, context): the runtime's numbers of the allocator of
     ``node``'s outputs and of the one whose ``enter`` selects its device (0:
-    none), as ``backend`` names them."""
-    allocator = backend.output_allocator(node).runtime_number(runtime)
-    context = backend.step_context(node)
-    return allocator, 0 if context is None else context.runtime_number(runtime)
+    none), as ``backend`` names them.  A context whose device does not exist
+    (``x.transfer('cuda7')``) is reported here, where the device is first
+    made ready: the error names the node and the user's line that built it."""
+    from symgraph.tensor.gpu_contexts import ContextError
+
+    try:
+        allocator = backend.output_allocator(node).runtime_number(runtime)
+        context = backend.step_context(node)
+        return allocator, 0 if context is None else context.runtime_number(runtime)
+    except ContextError as exc:
+        trace = getattr(node.tag, "trace", None)
+        where = f", created at {trace.filename}:{trace.lineno}" if trace else ""
+        raise ContextError(f"{exc}\n  (needed by {node}{where})") from None
 
 
 def native_step(kernel, addresses, node, ins, outs, allocator=0, context=0):
