@@ -154,11 +154,6 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
                         f"registered shared_constructor took them)")
     if isinstance(value, Variable):
         raise TypeError(f"shared() needs a value, not a symbolic variable ({value})")
-    if _is_device_value(value):
-        context = _device_context() if target is _NO_TARGET else _target_context(target)
-        if context is not None or target is not _NO_TARGET:
-            return _device_shared(value, context, name, strict, borrow, allow_downcast, shape,
-                                  broadcastable)
     if isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
         arr = np.asarray(value)
         if isinstance(value, float) and not isinstance(value, np.generic):
@@ -185,6 +180,11 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, sh
                                           allow_downcast=allow_downcast)
         return TensorSharedVariable(ttype, value, name=name, strict=strict, borrow=borrow,
                                     allow_downcast=allow_downcast)
+    if _is_device_value(value):
+        context = _device_context() if target is _NO_TARGET else _target_context(target)
+        if context is not None or target is not _NO_TARGET:
+            return _device_shared(value, context, name, strict, borrow, allow_downcast, shape,
+                                  broadcastable)
     return SharedVariable(ObjectType(type(value)), value, name=name, strict=strict,
                           borrow=borrow)
 
