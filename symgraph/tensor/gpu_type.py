@@ -74,7 +74,8 @@ def to_device(value, context_name):
         placed = adopt(value, context_name)
         return placed.copy() if placed is value or getattr(placed, "base", None) is value \
             else placed
-    return _registered(context_name)[1](np.ascontiguousarray(value), context_name)
+    # asarray keeps a 0-d value 0-d (np.ascontiguousarray makes it 1-d)
+    return _registered(context_name)[1](np.asarray(value, order="C"), context_name)
 
 
 def adopt(value, context_name):

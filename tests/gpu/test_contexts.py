@@ -525,3 +525,16 @@ def test_a_transfer_to_a_device_that_does_not_exist_names_the_users_line():
     assert message.startswith(f"{missing} does not exist: this process can use cuda0, cuda1")
     assert f"GpuFromHost{{context_name='{missing}'}}(x)" in message
     assert f"test_contexts.py:{line}" in message
+
+
+def test_a_scalar_goes_to_a_device_as_a_scalar():
+    # a learning rate: 0-d on the host, 0-d on the device (not shape (1,))
+    lr = symgraph.shared(np.float32(0.5), target="dev1", name="lr")
+    assert lr.type.ndim == 0 and _inner(lr).shape == () and _inner(lr).device == 1
+    w = symgraph.shared(np.ones(3, "f"), target="dev1", name="w")
+    step = symgraph.function([], [], updates=[(w, w - lr * w)])
+    step()
+    np.testing.assert_allclose(w.get_value(), 0.5)
+    lr.set_value(np.float32(0.25))
+    assert lr.get_value() == np.float32(0.25) and lr.get_value().shape == ()
+    assert symgraph.gpu.to_device(np.array(2, "f"), "dev0").shape == ()

@@ -166,7 +166,8 @@ def put(value, context_name="cuda0", emulated=None):
     ``context_name`` (of the emulated device or the GPU: ``emulated`` None
     follows the flag ``gpu.emulate``)."""
     lib, device = _ready(context_name, emulated)
-    host = np.ascontiguousarray(value)
+    # np.ascontiguousarray would make a 0-d value (a learning rate) 1-d
+    host = np.asarray(value, order="C")
     if not host.flags.aligned:
         host = host.copy()
     return lib.sg_cuda_put(host, device)
