@@ -15,7 +15,8 @@ compiled further into one C function for the whole loop
 step's kernels (except while profiling, which times each kernel).
 
 The Python loop stays for everything else: a step with a node that has no
-native code, random generators carried from step to step, DebugMode and
+native code, a step with device values, random generators carried from step
+to step, DebugMode and
 NanGuardMode (whose checks are Python steps), the Python linker.
 """
 
@@ -47,6 +48,11 @@ def native_loop(op, inner):
             len(fgraph.outputs) != info.n_inner_outputs:
         return None
     if not all(_is_array(v) for v in list(fgraph.inputs) + list(fgraph.outputs)):
+        return None
+    # The Loop keeps its buffers and constants in host memory and describes
+    # them as ndarrays: a step with device values (device=cuda) runs through
+    # the Python loop, whose steps allocate with their device's allocator.
+    if not all(_is_array(v) for node in native.order for v in node.inputs + node.outputs):
         return None
     roles = [None] * info.n_inner_inputs
     for i in range(info.n_seqs):
