@@ -403,16 +403,18 @@ def test_graph_to_dot_empty_graph():
 
 
 def test_pydotprint_dot_format_needs_no_graphviz(tmp_path, monkeypatch):
+    f = _sample_function()       # compiled first: the compiler needs the real PATH
     monkeypatch.setenv("PATH", str(tmp_path))
-    out = pydotprint(_sample_function(), tmp_path / "g.dot", print_output_file=False)
+    out = pydotprint(f, tmp_path / "g.dot", print_output_file=False)
     assert out == str(tmp_path / "g.dot")
     assert (tmp_path / "g.dot").read_text().startswith("digraph")
 
 
 def test_pydotprint_without_graphviz_is_a_clear_error(tmp_path, monkeypatch):
+    f = _sample_function()       # compiled first: the compiler needs the real PATH
     monkeypatch.setenv("PATH", str(tmp_path))  # a folder without dot
     with pytest.raises(GraphvizNotFoundError, match="apt-get install graphviz"):
-        pydotprint(_sample_function(), tmp_path / "g.svg")
+        pydotprint(f, tmp_path / "g.svg")
     assert issubclass(GraphvizNotFoundError, RuntimeError)
 
 
