@@ -146,6 +146,7 @@ def shared_units():
     from symgraph.backends.cpu.nnet import softmax as softmax_codegen
     from symgraph.backends.cpu.reduce import plan as reduce_plan
     from symgraph.backends.cpu.reduce import drivers as reduce_drivers
+    from symgraph.backends.cpu.reduce import prebuilt as reduce_prebuilt
     from symgraph.backends.c_family.c_files import c_file
     from symgraph.backends.cpu.elemwise.loop import EW_SUPPORT
 
@@ -153,6 +154,8 @@ def shared_units():
              split_unit(*EW_SUPPORT),
              split_unit(reduce_plan.SUPPORT_KEY, reduce_plan.SUPPORT),
              *(split_unit(*reduce_drivers.support_text(acc)) for acc in reduce_drivers.SUFFIXES),
+             *(reduce_prebuilt.support_unit(kind, dtype)
+               for kind, dtype in reduce_prebuilt.PREBUILT),
              split_unit(*blas_support.common_text())]
     for T in ("float", "double"):
         units.append(split_unit(*blas_support.typed_text(T)))

@@ -486,12 +486,17 @@ class _Gen:
         a run calling the support library's drivers (reduce/drivers.py);
         ``minpar``: the element count from which they share the work out on
         threads (None: never, a kernel built without the openmp flag)."""
-        from symgraph.backends.cpu.reduce import drivers
+        from symgraph.backends.cpu.reduce import drivers, prebuilt
 
-        loops = [self.scan_fn()] if self.arg else [self.runs_fn(), self.cols_fn()]
         limit = drivers.SERIAL if minpar is None else str(minpar)
-        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn(),
-                 self.block_fn(), *loops, drivers.kernel_functions(self, limit)]
+        parts = [self.header(), self.eshape(), self.empty_check(), self.shape_fn()]
+        library = prebuilt.prefix_of(self.spec)
+        if library is not None:
+            # a plain reduction whose loops the support library holds
+            parts.append(drivers.kernel_functions(self, limit, loops=library))
+        else:
+            loops = [self.scan_fn()] if self.arg else [self.runs_fn(), self.cols_fn()]
+            parts += [self.block_fn(), *loops, drivers.kernel_functions(self, limit)]
         return mark_drivers("\n".join(parts))
 
     def header(self):

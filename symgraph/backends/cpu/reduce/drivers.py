@@ -80,27 +80,33 @@ def uses_drivers(gen):
     return gen.ACC in SUFFIXES
 
 
-def kernel_functions(gen, minpar):
+def kernel_functions(gen, minpar, loops=None):
     """C of the kernel's own store, combine and run for a kernel that uses the
     drivers; ``minpar``: the element count (a C expression) from which its
-    work is shared out on threads."""
+    work is shared out on threads.  ``loops``: the prefix of the support
+    library's copy of the kernel's element loops, store and combine
+    (reduce/prebuilt.py), None when the kernel holds its own."""
     y, nin, ACC = SUFFIXES[gen.ACC], gen.nin, gen.ACC
     red = ", ".join("1" if d in gen.spec.axes else "0" for d in range(gen.ndim)) or "0"
+    fn = (lambda name: f"SG_FN({name})") if loops is None else (lambda name: loops + name)
     # argmax/argmin: path A only, over the reduced dimensions in C order (the
     # index is the position in C order), then the index search
     if gen.arg:
-        runs, cols, scan, sort = "NULL", "NULL", "SG_FN(scan)", 0
+        runs, cols, scan, sort = "NULL", "NULL", fn("scan"), 0
     else:
-        runs, cols, scan, sort = "SG_FN(runs)", "SG_FN(cols)", "NULL", 1
-    return f"""static void SG_FN(store)(char *ob, {ACC} v) {{ *({gen.OUT} *)ob = ({gen.OUT})v; }}
+        runs, cols, scan, sort = fn("runs"), fn("cols"), "NULL", 1
+    own = "" if loops is not None else f"""static void SG_FN(store)(char *ob, {ACC} v) {{ *({gen.OUT} *)ob = ({gen.OUT})v; }}
 
 static {ACC} SG_FN(comb)({ACC} a, {ACC} b) {{ return {gen.comb('a', 'b')}; }}
 
-int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
+"""
+    # the library's functions are reached through its table: not constants
+    table = "static const" if loops is None else "const"
+    return f"""{own}int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const unsigned char red[] = {{{red}}};
-    static const sg_red_k_{y} k = {{{nin}, {int(gen.pairwise)}, {gen._block_size()}, {minpar},
-                                    {gen.ident}, SG_FN(block), {cols}, SG_FN(store),
-                                    {runs}, SG_FN(comb), {scan}}};
+    {table} sg_red_k_{y} k = {{{nin}, {int(gen.pairwise)}, {gen._block_size()}, {minpar},
+                                    {gen.ident}, {fn("block")}, {cols}, {fn("store")},
+                                    {runs}, {fn("comb")}, {scan}}};
     int64_t shape[SG_MAXDIMS];
     if (SG_FN(eshape)(in, shape, err) || SG_FN(empty)(shape, err)) return 1;
     sg_red_plan pl;
