@@ -379,6 +379,33 @@ static PyObject *dev_interface(PyObject *self, void *c) {
                          "strides", strides, "version", 3, "stream", stream);
 }
 
+/* float(a), int(a), len(a): as NumPy's for the host copy, so a device result
+ * (a cost, a count) converts like an ndarray would; len() needs no copy. */
+static PyObject *dev_float(PyObject *self) {
+    PyObject *host = dev_to_host((DevArray *)self);
+    if (host == NULL) return NULL;
+    PyObject *r = PyNumber_Float(host);
+    Py_DECREF(host);
+    return r;
+}
+
+static PyObject *dev_int(PyObject *self) {
+    PyObject *host = dev_to_host((DevArray *)self);
+    if (host == NULL) return NULL;
+    PyObject *r = PyNumber_Long(host);
+    Py_DECREF(host);
+    return r;
+}
+
+static Py_ssize_t dev_len(PyObject *self) {
+    const DevArray *a = (DevArray *)self;
+    if (a->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d DeviceArray");
+        return -1;
+    }
+    return (Py_ssize_t)a->shape[0];
+}
+
 static PyGetSetDef dev_getset[] = {
     {"shape", dev_shape, NULL, "The shape (a tuple of ints).", NULL},
     {"strides", dev_strides, NULL, "The strides in bytes (a tuple of ints).", NULL},
@@ -412,6 +439,10 @@ static PyType_Slot dev_slots[] = {
     {Py_tp_repr, (void *)dev_repr},
     {Py_tp_getset, (void *)dev_getset},
     {Py_tp_methods, (void *)dev_methods},
+    {Py_nb_float, (void *)dev_float},
+    {Py_nb_int, (void *)dev_int},
+    {Py_sq_length, (void *)dev_len},
+    {Py_mp_length, (void *)dev_len},
     {Py_tp_doc, (void *)"An array in device memory (symgraph's CUDA backend). Its elements "
                         "reach the host only through get() or numpy.asarray, which copy."},
     {0, NULL},

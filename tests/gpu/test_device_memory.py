@@ -42,6 +42,18 @@ def test_device_array_copies_describes_and_pickles(emulated):
     assert empty.shape == (0, 5) and empty.get().shape == (0, 5)
 
 
+def test_device_arrays_convert_to_python_numbers_as_ndarrays_do(emulated):
+    # a device result (a gradient's norm, a count) converts like its host copy
+    assert float(device_memory.put(np.float32(2.5))) == 2.5
+    assert int(device_memory.put(np.int64(-7))) == -7
+    matrix = device_memory.put(np.ones((3, 4), "f"))
+    assert len(matrix) == 3
+    with pytest.raises(TypeError, match="0-d DeviceArray"):
+        len(device_memory.put(np.float32(1)))
+    with pytest.raises(TypeError):
+        float(matrix)
+
+
 def test_the_cache_reuses_blocks_across_calls(emulated):
     w = symgraph.shared(np.ones((64, 32), "f"), name="w")
     x = T.fmatrix("x")
