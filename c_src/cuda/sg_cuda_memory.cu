@@ -381,21 +381,17 @@ static PyObject *dev_interface(PyObject *self, void *c) {
 
 /* float(a), int(a), len(a): as NumPy's for the host copy, so a device result
  * (a cost, a count) converts like an ndarray would; len() needs no copy. */
-static PyObject *dev_float(PyObject *self) {
+static PyObject *dev_convert(PyObject *self, PyObject *(*convert)(PyObject *)) {
     PyObject *host = dev_to_host((DevArray *)self);
     if (host == NULL) return NULL;
-    PyObject *r = PyNumber_Float(host);
+    PyObject *r = convert(host);
     Py_DECREF(host);
     return r;
 }
 
-static PyObject *dev_int(PyObject *self) {
-    PyObject *host = dev_to_host((DevArray *)self);
-    if (host == NULL) return NULL;
-    PyObject *r = PyNumber_Long(host);
-    Py_DECREF(host);
-    return r;
-}
+static PyObject *dev_float(PyObject *self) { return dev_convert(self, PyNumber_Float); }
+
+static PyObject *dev_int(PyObject *self) { return dev_convert(self, PyNumber_Long); }
 
 static Py_ssize_t dev_len(PyObject *self) {
     const DevArray *a = (DevArray *)self;
