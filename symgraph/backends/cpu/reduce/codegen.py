@@ -254,7 +254,7 @@ class _Gen:
 """
 
     # ---- path A: one group, reduced with lanes (pairwise for float sums)
-    def _block_size(self):
+    def block_size(self):
         """Elements per block of path A."""
         return PAIR_BLOCK if self.pairwise else PLAIN_BLOCK
 

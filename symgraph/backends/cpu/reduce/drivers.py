@@ -104,7 +104,7 @@ static {ACC} SG_FN(comb)({ACC} a, {ACC} b) {{ return {gen.comb('a', 'b')}; }}
     table = "static const" if loops is None else "const"
     return f"""{own}int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     static const unsigned char red[] = {{{red}}};
-    {table} sg_red_k_{y} k = {{{nin}, {int(gen.pairwise)}, {gen._block_size()}, {minpar},
+    {table} sg_red_k_{y} k = {{{nin}, {int(gen.pairwise)}, {gen.block_size()}, {minpar},
                                     {gen.ident}, {fn("block")}, {cols}, {fn("store")},
                                     {runs}, {fn("comb")}, {scan}}};
     int64_t shape[SG_MAXDIMS];
