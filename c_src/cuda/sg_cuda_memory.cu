@@ -402,6 +402,8 @@ static Py_ssize_t dev_len(PyObject *self) {
     return (Py_ssize_t)a->shape[0];
 }
 
+#include "cuda/memory_index.inc"
+
 static PyGetSetDef dev_getset[] = {
     {"shape", dev_shape, NULL, "The shape (a tuple of ints).", NULL},
     {"strides", dev_strides, NULL, "The strides in bytes (a tuple of ints).", NULL},
@@ -420,6 +422,8 @@ static PyGetSetDef dev_getset[] = {
 
 static PyMethodDef dev_methods[] = {
     {"get", dev_get, METH_NOARGS, "A host copy: a new numpy.ndarray."},
+    {"item", dev_item, METH_VARARGS, "a.item(*args): numpy's item() of the host copy (a "
+     "Python scalar)."},
     {"__array__", (PyCFunction)(void (*)(void))dev_array, METH_VARARGS | METH_KEYWORDS,
      "numpy.asarray(device_array): a host copy."},
     {"__reduce__", dev_reduce, METH_NOARGS, "Pickled as its host copy."},
@@ -439,6 +443,9 @@ static PyType_Slot dev_slots[] = {
     {Py_nb_int, (void *)dev_int},
     {Py_sq_length, (void *)dev_len},
     {Py_mp_length, (void *)dev_len},
+    {Py_mp_subscript, (void *)dev_subscript},
+    {Py_sq_item, (void *)dev_seq_item},
+    {Py_nb_bool, (void *)dev_bool},
     {Py_tp_doc, (void *)"An array in device memory (symgraph's CUDA backend). Its elements "
                         "reach the host only through get() or numpy.asarray, which copy."},
     {0, NULL},

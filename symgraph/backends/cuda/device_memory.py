@@ -61,7 +61,7 @@ def _library(emulated):
     headers = "".join((C_SRC / name).read_text() for name in (
         "sg_kernel.h", "sg_allocator.h", "cuda/sg_cuda_launch.h", "cuda/copy.inc",
         "cuda/sg_cuda_emu.h", "cuda/sg_cublas_api.h", "cuda/memory_devices.inc",
-        "cuda/memory_peer.inc", "cuda/memory_cublas.inc"))
+        "cuda/memory_peer.inc", "cuda/memory_cublas.inc", "cuda/memory_index.inc"))
     include = (sysconfig.get_paths()["include"], np.get_include())
     what = "the device memory library" + (" (emulated)" if emulated else "")
 
