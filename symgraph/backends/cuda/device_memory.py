@@ -58,10 +58,12 @@ def _library(emulated):
     from symgraph.backends.native.prebuilt import Prebuilt
 
     source = (C_SRC / _SOURCE).read_text()
-    headers = "".join((C_SRC / name).read_text() for name in (
-        "sg_kernel.h", "sg_allocator.h", "cuda/sg_cuda_launch.h", "cuda/copy.inc",
-        "cuda/sg_cuda_emu.h", "cuda/sg_cublas_api.h", "cuda/memory_devices.inc",
-        "cuda/memory_peer.inc", "cuda/memory_cublas.inc", "cuda/memory_index.inc"))
+    # every header the source may include, so that a new one cannot be missed
+    # from the key (a stale library would be loaded)
+    names = ["sg_kernel.h", "sg_allocator.h"] + sorted(
+        p.relative_to(C_SRC).as_posix() for pattern in ("*.h", "*.inc")
+        for p in (C_SRC / "cuda").glob(pattern))
+    headers = "".join(name + "\0" + (C_SRC / name).read_text() for name in names)
     include = (sysconfig.get_paths()["include"], np.get_include())
     what = "the device memory library" + (" (emulated)" if emulated else "")
 
