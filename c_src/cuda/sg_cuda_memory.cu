@@ -641,20 +641,21 @@ SG_EXPORT PyObject *sg_cuda_wrap(PyObject *owner, PyObject *ptr, PyObject *dtype
 
 /* The device whose memory `ptr` is (another library's array), or -1 where
  * CUDA does not tie it to one device: host or managed memory, an unknown
- * pointer, and the emulated device (whose devices share the host's memory). */
+ * pointer.  The emulated devices answer from their record of allocations. */
 SG_EXPORT int sg_cuda_pointer_device(uintptr_t ptr) {
-#ifdef SG_CUDA_EMULATED
-    (void)ptr;
-    return -1;
-#else
     cudaPointerAttributes attr;
     if (cudaPointerGetAttributes(&attr, (const void *)ptr) != cudaSuccess) {
         cudaGetLastError();
         return -1;
     }
     return attr.type == cudaMemoryTypeDevice ? attr.device : -1;
-#endif
 }
+
+#ifdef SG_CUDA_EMULATED
+/* The emulated device this library selected on the calling thread: the
+ * kernel libraries ask it before a launch (cuda_emu_current_device_hook). */
+SG_EXPORT int sg_cuda_emu_current_device(void) { return cuda_emu::t_device; }
+#endif
 
 /* Wait for the work queued on another library's stream (a handle from its
  * __cuda_array_interface__) before symgraph reads the memory on its own. */

@@ -33,7 +33,8 @@ def register_device_array(kind, classes, put, get, adopt=None):
     ndarray, ``adopt(value, context_name)`` wrapping another library's device
     array (one with ``__cuda_array_interface__``) without a copy, and
     returning one of ``classes`` as is when it is on the context's device
-    (else a copy there)."""
+    (else a copy there); ``adopt(value, None)`` wraps it on the device its
+    memory is on, with no copy (to read it)."""
     _ARRAYS[kind] = (tuple(classes), put, get)
     if adopt is not None:
         _ADOPT[kind] = adopt
@@ -94,8 +95,10 @@ def to_host(value):
     for classes, _, get in _ARRAYS.values():
         if isinstance(value, classes):
             return get(value)
-    if _foreign(value) and _ARRAYS:
-        return adopt(value, next(iter(_ARRAYS)) + "0").get()
+    if _foreign(value) and _ADOPT:
+        # read on its own device: a copy to another device first would start
+        # that device's context for nothing
+        return next(iter(_ADOPT.values()))(value, None).get()
     return np.asarray(value)
 
 

@@ -389,23 +389,17 @@ def test_a_step_selects_its_device_again_after_another_library_switched_it():
     np.testing.assert_allclose(f0(), want0, rtol=1e-5)
 
 
-def test_another_librarys_array_on_another_device_is_copied_to_the_context(monkeypatch):
+def test_another_librarys_array_on_another_device_is_copied_to_the_context():
     # A CuPy array on cuda1 given where dev0 is wanted must not be read in
     # place by dev0's kernels: it is copied over, as a DeviceArray would be.
-    # (The emulated devices share the host's memory, so CUDA's answer to
-    # "which device is this pointer on" is played here.)
-    from symgraph.backends.cuda import device_memory
-
+    # (The emulated devices record which device each allocation is of and
+    # answer CUDA's "which device is this pointer on" from that record.)
     class Foreign:
         def __init__(self, memory):
             self.memory = memory
             self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
 
     src = symgraph.gpu.to_device(np.arange(6, dtype="f").reshape(2, 3), "dev1")
-    on = {src.ptr: 1}
-    real = device_memory.pointer_device
-    monkeypatch.setattr(device_memory, "pointer_device",
-                        lambda pointer, emulated=None: on.get(pointer, real(pointer, emulated)))
     for where, device in (("dev0", 0), ("dev1", 1)):
         got = symgraph.gpu.as_device_array(Foreign(src), where)
         assert got.device == device and (got.get() == src.get()).all()
@@ -538,3 +532,59 @@ def test_a_scalar_goes_to_a_device_as_a_scalar():
     lr.set_value(np.float32(0.25))
     assert lr.get_value() == np.float32(0.25) and lr.get_value().shape == ()
     assert symgraph.gpu.to_device(np.array(2, "f"), "dev0").shape == ()
+
+
+def test_a_pointer_is_reported_on_the_device_it_was_allocated_on():
+    # CUDA's answer (cudaPointerGetAttributes): on the emulated devices it
+    # comes from their record of allocations, as on a GPU from the driver.
+    from symgraph.backends.cuda.device_memory import pointer_device
+
+    on0 = symgraph.gpu.to_device(np.arange(8, dtype="f"), "dev0")
+    on1 = symgraph.gpu.to_device(np.arange(8, dtype="f"), "dev1")
+    assert pointer_device(on0.ptr) == 0 and pointer_device(on1.ptr) == 1
+    # inside the allocation too (a view's address), not only at its start
+    assert pointer_device(on1[3:].ptr) == 1
+    host = np.arange(4, dtype="f")
+    assert pointer_device(host.ctypes.data) == -1
+
+
+def test_another_librarys_array_is_read_on_its_own_device():
+    # numpy.asarray-like reads (to_host) of a CuPy array on cuda1 wrap it
+    # where it is: no copy to cuda0 first, whose memory stays untouched.
+    from symgraph.tensor.gpu_type import to_host
+
+    class Foreign:
+        def __init__(self, memory):
+            self.memory = memory
+            self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
+
+    src = symgraph.gpu.to_device(np.arange(6, dtype="f").reshape(2, 3), "dev1")
+    symgraph.gpu.to_device(np.zeros(1, dtype="f"), "dev0")       # cuda0 in use
+    symgraph.gpu.empty_cache("dev0")            # so that a copy there would allocate
+    before = symgraph.gpu.memory_stats("dev0")
+    got = to_host(Foreign(src[:, 1:]))
+    np.testing.assert_array_equal(got, np.arange(6, dtype="f").reshape(2, 3)[:, 1:])
+    assert symgraph.gpu.memory_stats("dev0") == before
+
+
+@pytest.mark.skipif(REAL_GPU, reason="the emulated devices' check (a GPU with peer access "
+                    "reads the memory across)")
+def test_a_kernel_given_another_devices_memory_fails_on_the_emulated_device():
+    # trust_input skips the copy of an input to its context's device: the
+    # kernel of dev0 then gets cuda1's memory, which a GPU without peer
+    # access cannot read.  The emulated devices refuse it and name the node.
+    from symgraph.tensor.gpu_type import GpuArrayType
+
+    w = GpuArrayType("float32", shape=(None,), context_name="dev0")("w")
+    f = symgraph.function([w], (w * 2 + 1).transfer("cpu"))
+    on1 = symgraph.gpu.to_device(np.arange(5, dtype="f"), "dev1")
+    np.testing.assert_array_equal(f(on1), np.arange(5) * 2 + 1)      # copied over
+    f.trust_input = True
+    with pytest.raises(RuntimeError) as info:
+        f(on1)
+    words = str(info.value)
+    assert "points into memory of device 1, and the kernel runs on device 0" in words
+    assert "GpuElemwise" in words
+    # the device stays usable
+    f.trust_input = False
+    np.testing.assert_array_equal(f(on1), np.arange(5) * 2 + 1)

@@ -121,10 +121,20 @@ class CudaBackend(Backend):
 
     def prepare_library(self, lib, kernel):
         """Set the global pointers of ``kernel.symbols`` (the device memory
-        cache's scratch functions) in the loaded library."""
+        cache's scratch functions) in the loaded library; on the emulated
+        device also its emulator's hooks (which device each allocation and
+        the calling thread are on, so that its launches refuse another
+        device's memory)."""
         import ctypes
 
-        for name, address_fn in kernel.symbols:
+        symbols = list(kernel.symbols)
+        if _emulated():
+            from symgraph.backends.cuda.device_memory import emulator_hooks
+
+            symbols += [(name, lambda address=address: address)
+                        for name, address in emulator_hooks().items()
+                        if lib.address(name) is not None]
+        for name, address_fn in symbols:
             cell = ctypes.c_void_p.in_dll(lib, name)
             if not cell.value:
                 cell.value = address_fn()
@@ -189,7 +199,9 @@ def _register_arrays():
         return device_memory.put(value, context_name, emulated)
 
     def adopt(value, context_name):
-        return device_memory.adopt(value, context_name, emulated)
+        # None: wherever its memory is (cuda0 for memory CUDA ties to no device)
+        return device_memory.adopt(value, context_name or "cuda0", emulated,
+                                   in_place=context_name is None)
 
     register_device_array("cuda", [device_memory.device_array_class(context, emulated)],
                           put, device_memory.get, adopt)

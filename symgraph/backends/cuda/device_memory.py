@@ -190,16 +190,18 @@ def on_device(array, context_name, emulated=None):
     return copy_to(array, context_name, emulated)
 
 
-def adopt(value, context_name="cuda0", emulated=None):
+def adopt(value, context_name="cuda0", emulated=None, in_place=False):
     """A DeviceArray over the memory of ``value``, another GPU library's array
     (its ``__cuda_array_interface__``, version 2 or 3): no copy, ``value`` is
     kept alive as the array's ``base`` and sees every write.  Work queued on
     the stream the interface names is waited for first.  Memory of another
-    device than the context's is copied to the context's device instead."""
+    device than the context's is copied to the context's device instead, or
+    with ``in_place`` wrapped on its own device (to read it, not to compute
+    on the context's device)."""
     emulated = _emulated() if emulated is None else emulated
     cls = device_array_class(context_name, emulated)
     if isinstance(value, cls):
-        return on_device(value, context_name, emulated)
+        return value if in_place else on_device(value, context_name, emulated)
     what = type(value).__name__
     try:
         face = value.__cuda_array_interface__
@@ -252,16 +254,29 @@ def adopt(value, context_name="cuda0", emulated=None):
     # context's kernels must not read it in place, so it is wrapped on its own
     # device and copied to the context's, as a DeviceArray of another device is.
     _class(emulated, owner)
-    return copy_to(lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, owner), context_name,
-                   emulated)
+    wrapped = lib.sg_cuda_wrap(value, pointer, dtype, shape, strides, owner)
+    return wrapped if in_place else copy_to(wrapped, context_name, emulated)
 
 
 def pointer_device(pointer, emulated=None):
     """The number of the device whose memory ``pointer`` (an int) is, or -1
-    where CUDA does not tie it to one device (host or managed memory, and
-    the emulated device, whose devices share the host's memory)."""
+    where CUDA does not tie it to one device (host or managed memory).  The
+    emulated devices share the host's memory and answer from their record of
+    ``cudaMalloc``'s allocations, as CUDA would."""
     emulated = _emulated() if emulated is None else emulated
     return _library(emulated).sg_cuda_pointer_device(pointer)
+
+
+@functools.lru_cache(maxsize=1)
+def emulator_hooks():
+    """{hook symbol of an emulated kernel library: address} of the emulated
+    device memory library's functions that say which device an allocation
+    is of and which device the calling thread has selected."""
+    lib = _library(True)
+    return {"cuda_emu_pointer_device_hook":
+            ctypes.cast(lib.sg_cuda_pointer_device, ctypes.c_void_p).value,
+            "cuda_emu_current_device_hook":
+            ctypes.cast(lib.sg_cuda_emu_current_device, ctypes.c_void_p).value}
 
 
 def get(array):
