@@ -195,8 +195,11 @@ class FunctionMaker:
                          excluding=self.mode.excluding_tags())
             if traces is not None:
                 check_stack_traces(fgraph, traces)
+        if self.warm.restored or self.mode.optimizer is not None:
             from symgraph.opt.gpu_placement import check_placement
 
+            # a restored graph too: the warnings and errors of the flags
+            # assert_no_cpu_op and warn_float64 do not depend on the cache
             check_placement(fgraph)
         if not self.warm.restored:
             self.timings["rewriting"] = time.perf_counter() - start

@@ -118,6 +118,22 @@ def _non_array_reason(node, tensor_type):
     return f"not an array op: it takes or makes {', '.join(others)}"
 
 
+def _placement(node, default):
+    """(the context ``node`` goes to, None) or (None, why it stays on the host)."""
+    from symgraph.tensor.gpu_contexts import device_of
+    from symgraph.tensor.type import TensorType
+
+    # Theano's rule: the node goes where its inputs are
+    context = _input_context(node) or default
+    if context is None:
+        return None, "device=cpu, and no input on a device"
+    if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
+        return None, _non_array_reason(node, TensorType)
+    kind = device_of(context).rstrip("0123456789")
+    reason = BOOKKEEPING if _host_bookkeeping(node) else device_support(kind, node)
+    return (None, reason) if reason is not None else (context, None)
+
+
 @graph_rewriter
 def gpu_placement(fgraph, verbose=False):
     """Move the nodes the device backend can run; transfers at the edges."""
@@ -135,19 +151,11 @@ def gpu_placement(fgraph, verbose=False):
         if node not in fgraph.apply_nodes or isinstance(node.op, (OnDevice, GpuFromHost,
                                                                   HostFromGpu, GpuToGpu)):
             continue
-        # Theano's rule: the node goes where its inputs are
-        context = _input_context(node) or default
-        if context is None:
-            node.tag.cpu_reason = "device=cpu, and no input on a device"
-            continue
-        kind = device_of(context).rstrip("0123456789")
-        if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
-            node.tag.cpu_reason = _non_array_reason(node, TensorType)
-            continue
-        reason = BOOKKEEPING if _host_bookkeeping(node) else device_support(kind, node)
+        context, reason = _placement(node, default)
         if reason is not None:
             node.tag.cpu_reason = reason
             continue
+        kind = device_of(context).rstrip("0123456789")
         from symgraph.ops.transfer import host_from_gpu
 
         on_host = host_inputs(kind, node)
@@ -202,7 +210,11 @@ def cpu_nodes(fgraph):
         if isinstance(node.op, (OnDevice, GpuFromHost, HostFromGpu, GpuToGpu)) or \
                 _is_trivial(node):
             continue
-        out.append((node, getattr(node.tag, "cpu_reason", "not placed")))
+        # a node the rewrites made after placement, or a graph restored by the
+        # warm start, has no tag: its reason is worked out again
+        reason = getattr(node.tag, "cpu_reason", None) or \
+            _placement(node, device_context())[1] or "not placed"
+        out.append((node, reason))
     return out
 
 

@@ -119,6 +119,29 @@ def test_nodes_left_on_the_cpu_are_reported_with_their_reason():
             symgraph.function([x], out)
 
 
+def test_a_function_restored_from_the_cache_warns_and_reports_as_a_new_one():
+    # The warm start restores an optimized graph without rewriting it: the
+    # flags' warnings and errors, and the reasons of the placement report,
+    # must not depend on whether the graph was in the cache.
+    x = T.dvector("x")
+    out = T.sort(T.exp(x) + 1.5)
+    flags = dict(DEVICE, assert_no_cpu_op="warn", warn_float64="warn")
+    for attempt in range(2):
+        with symgraph.config.change_flags(**flags):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                f = symgraph.function([x], out)
+        messages = [str(w.message) for w in caught]
+        assert any("stay on the CPU" in m and "no CUDA" in m for m in messages), messages
+        assert any("float64 on the GPU" in m for m in messages), messages
+        assert any("Sort" in str(node.op) and "no CUDA" in reason
+                   for node, reason in placement_report(f).cpu_nodes)
+    assert f.maker.warm.restored
+    with symgraph.config.change_flags(**dict(flags, assert_no_cpu_op="raise")):
+        with pytest.raises(AssertionError, match="stay on the CPU"):
+            symgraph.function([x], out)
+
+
 def test_float64_on_the_device_follows_warn_float64():
     # (with warn_float64=raise no float64 variable can be made at all)
     x = T.dvector("x")
