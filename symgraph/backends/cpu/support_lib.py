@@ -77,8 +77,13 @@ class Unit:
         self.key, self.decls, self.defs, self.functions = key, decls, defs, functions
 
 
-# A function definition at the start of a line: static [inline] TYPE NAME(PARAMS) {
-_FUNCTION = re.compile(r"^static\s+(?:inline\s+)?([A-Za-z_][\w \*]*?)\s*\b(sg_\w+)\(", re.M)
+# A GCC attribute, e.g. __attribute__((optimize("Og"))): one level of nested parentheses.
+_ATTRIBUTE = r'__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s*'
+# A function definition at the start of a line: [ATTRIBUTES] static [ATTRIBUTES]
+# [inline] TYPE NAME(PARAMS) {  -- the attributes stay in the definition and
+# out of the return type that the table declares
+_FUNCTION = re.compile(rf"^(?:{_ATTRIBUTE})*static\s+(?:{_ATTRIBUTE})*(?:inline\s+)?"
+                       r"([A-Za-z_][\w \*]*?)\s*\b(sg_\w+)\(", re.M)
 
 
 _GLOBAL = '__attribute__((visibility("default")))'

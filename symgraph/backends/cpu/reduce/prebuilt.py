@@ -27,19 +27,6 @@ PREBUILT = tuple((kind, dtype) for kind in ("sum", "max", "min")
 #: Bump when the loops' C changes in a way its text would not show.
 VERSION = 1
 _SUFFIX = {"float32": "f32", "float64": "f64"}
-# GCC attributes as macros: the support library's parser reads a function's
-# return type as words (reduce/codegen.py writes the attributes out)
-_ATTRIBUTES = {
-    '__attribute__((optimize("Og"))) static ': "static SG_REDP_OG ",
-    '__attribute__((optimize("O1"))) static ': "static SG_REDP_O1 ",
-    "static __attribute__((noinline)) ": "static SG_REDP_NOINLINE ",
-}
-_MACROS = """#ifndef SG_REDP_OG
-#define SG_REDP_OG __attribute__((optimize("Og")))
-#define SG_REDP_O1 __attribute__((optimize("O1")))
-#define SG_REDP_NOINLINE __attribute__((noinline))
-#endif
-"""
 
 
 def _canonical(kind, dtype):
@@ -73,21 +60,15 @@ static void SG_FN(store)(char *ob, {gen.ACC} v) {{ *({gen.OUT} *)ob = ({gen.OUT}
 
 static {gen.ACC} SG_FN(comb)({gen.ACC} a, {gen.ACC} b) {{ return {gen.comb('a', 'b')}; }}
 """]))
-    for attribute, macro in _ATTRIBUTES.items():
-        text = text.replace(attribute, macro)
     prefix = f"sg_redp_{kind}_{_SUFFIX[dtype]}_"
     text = re.sub(r"SG_FN\((\w+)\)", lambda m: prefix + m.group(1), text)
     return (f"{prefix}v{VERSION}",
             f"/* ---- symgraph reductions: the loops of a plain {kind} of {dtype} "
-            f"(reduce/prebuilt.py) ---- */\n{_MACROS}{text}")
+            f"(reduce/prebuilt.py) ---- */\n{text}")
 
 
 def support_unit(kind, dtype):
-    """The support library's Unit of ``support_text(kind, dtype)``; the table
-    declares the functions without their attributes."""
+    """The support library's Unit of ``support_text(kind, dtype)``."""
     from symgraph.backends.cpu.support_lib import split_unit
 
-    unit = split_unit(*support_text(kind, dtype))
-    unit.functions = [(name, re.sub(r"\bSG_REDP_\w+\s*", "", ret), params)
-                      for name, ret, params in unit.functions]
-    return unit
+    return split_unit(*support_text(kind, dtype))
