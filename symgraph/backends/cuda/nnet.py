@@ -75,7 +75,9 @@ def nnet_reason(node):
     axis = getattr(node.op, "axis", -1)
     matrix = node.inputs[-1] if type(node.op).__name__ == "SoftmaxGrad" else node.inputs[0]
     if type(node.op).__name__.startswith(("Softmax", "LogSoftmax")) and hasattr(node.op, "axis"):
-        if matrix.ndim != 2 or axis not in (-1, 1, None):
+        # axis None normalizes over every element of the matrix, not per row:
+        # the row kernels would give each row its own softmax.
+        if matrix.ndim != 2 or axis not in (-1, 1):
             return "the device softmax works on the rows of a matrix"
     return None
 
