@@ -27,3 +27,40 @@ def test_softmax_over_every_element_of_a_matrix(fn):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
     if fn is T.nnet.softmax:
         np.testing.assert_allclose(np.asarray(dev(a)[0]).sum(), 1.0, rtol=1e-12)
+
+
+def _error(fn, *args):
+    """The ValueError message of ``fn(*args)``."""
+    with pytest.raises(ValueError) as info:
+        fn(*args)
+    return str(info.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("xs, ys", [((2, 3), (4, 5)), ((2, 3), (4,)), ((3,), (4, 5))])
+def test_dot_shape_error_names_the_shapes(xs, ys):
+    """The device's Dot fails with the CPU's message, both shapes in it."""
+    x = T.tensor("float64", shape=(None,) * len(xs))
+    y = T.tensor("float64", shape=(None,) * len(ys))
+    dev, cpu = _both([x, y], T.dot(x, y))
+    a, b = np.ones(xs), np.ones(ys)
+    assert _error(dev, a, b) == _error(cpu, a, b)
+
+
+@pytest.mark.parametrize("xs, ys", [((2, 3, 4), (3, 4, 5)), ((1, 3, 4), (2, 4, 5)),
+                                    ((2, 3, 4), (2, 3, 5))])
+def test_batched_dot_errors_as_on_the_cpu(xs, ys):
+    """A batch of one broadcasts only where the type declares it; the
+    messages name both shapes, as the CPU's."""
+    x, y = T.dtensor3("x"), T.dtensor3("y")
+    dev, cpu = _both([x, y], T.batched_dot(x, y))
+    a, b = np.ones(xs), np.ones(ys)
+    assert _error(dev, a, b) == _error(cpu, a, b)
+
+
+def test_batched_dot_declared_broadcast_batch():
+    """A batch dimension declared broadcastable still broadcasts."""
+    x, y = T.tensor("float64", shape=(1, None, None)), T.dtensor3("y")
+    dev, cpu = _both([x, y], T.batched_dot(x, y))
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(1, 3, 4)), rng.normal(size=(2, 4, 5))
+    np.testing.assert_allclose(np.asarray(dev(a, b)), cpu(a, b), rtol=1e-12)

@@ -38,6 +38,33 @@ def blas_reason(node):
 
 _CUBLAS_CALL = ("sg_cuda_cublas_call_v1", c_file("cuda/cublas_call.inc"))
 
+# A shape as Python prints it, (3, 4) or (3,): the shape errors name both
+# operands' shapes, with the CPU kernels' words, so a device error reads as
+# the CPU's.
+_SHAPE_STR = ("sg_cuda_shape_str_v1", r"""
+static inline void sg_cuda_shape_str(const sg_array *a, char *buf, size_t n) {
+    size_t used = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < a->ndim && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, d ? ", %lld" : "%lld",
+                                 (long long)a->shape[d]);
+    if (used < n) snprintf(buf + used, n - used, a->ndim == 1 ? ",)" : ")");
+}
+""")
+
+
+def _not_aligned(op_name, lhs, rhs, dim0, dim1):
+    """Host C failing with the CPU's 'not aligned' message when the sizes
+    ``lhs`` (dimension ``dim0`` of the first input) and ``rhs`` (dimension
+    ``dim1`` of the second) differ."""
+    return f"""    if (({lhs}) != ({rhs})) {{
+        char s0[128], s1[128];
+        sg_cuda_shape_str(&in[0], s0, sizeof s0); sg_cuda_shape_str(&in[1], s1, sizeof s1);
+        SG_FAIL(err, SG_ERR_VALUE, "{op_name}: shapes %s and %s are not aligned: dimension "
+                "{dim0} of the first (%lld) != dimension {dim1} of the second (%lld)", s0, s1,
+                (long long)({lhs}), (long long)({rhs}));
+    }}
+"""
+
 
 def cublas_table_address():
     """The device memory library's cuBLAS table (NULL where cuBLAS is not
@@ -57,16 +84,17 @@ def _kernel(node, run, what):
     dtype = str(node.outputs[0].dtype)
     # cuBLAS for float32/64 (float16 stays with the tiled kernel)
     blas = bool(config.gpu.cublas) and dtype in ("float32", "float64")
+    shape_str = (_SHAPE_STR,) if "sg_cuda_shape_str" in run else ()
     header = (f"#define T {storage_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
               f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n"
               f"#define SG_CU_BLAS {int(blas)}\n")
     source = (header + _KERNEL + run +
               "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n#undef SG_CU_BLAS\n")
     if not blas:
-        return CKernel(source=source, version=2)
-    return CKernel(source=source, support=(COPY_SUPPORT, _CUBLAS_CALL),
+        return CKernel(source=source, support=shape_str, headers=("<stdio.h>",), version=3)
+    return CKernel(source=source, support=(COPY_SUPPORT, _CUBLAS_CALL) + shape_str,
                    headers=('"cuda/sg_cublas_api.h"', "<stdio.h>"),
-                   symbols=(("sg_cu_blas", cublas_table_address),), version=2)
+                   symbols=(("sg_cu_blas", cublas_table_address),), version=3)
 
 
 # (rows, columns, row stride, column stride) of an operand, in elements:
@@ -97,10 +125,7 @@ def dot_lowering(op, node):
     shapes = "\n".join(f"    out_shapes[{k}] = {d};" for k, d in enumerate(out_dims))
     run = f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
-    if ({a[1]} != {b[0]})
-        SG_FAIL(err, SG_ERR_VALUE, "device Dot: shapes are not aligned: %lld != %lld",
-                (long long)({a[1]}), (long long)({b[0]}));
-{shapes}
+{_not_aligned("Dot", a[1], b[0], x.ndim - 1, 0)}{shapes}
     return 0;
 }}
 
@@ -171,19 +196,22 @@ def batched_dot_lowering(op, node):
     x, y = node.inputs
     a = _operand(0, 1, x.ndim - 1, "row")
     b = _operand(1, 1, y.ndim - 1, "col")
+    # as on the CPU, a batch of one broadcasts only where its type says so: a
+    # size-1 batch of an undeclared dimension is an error, not a broadcast
+    broadcast = x.type.broadcastable[0] or y.type.broadcastable[0]
     out_dims = (["in[0].shape[1]"] if x.ndim == 3 else []) + \
                (["in[1].shape[2]"] if y.ndim == 3 else [])
     shapes = "\n".join(f"    out_shapes[{k + 1}] = {d};" for k, d in enumerate(out_dims))
     run = f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
     int64_t bx = in[0].shape[0], by = in[1].shape[0];
-    if (bx != by && bx != 1 && by != 1)
-        SG_FAIL(err, SG_ERR_VALUE, "device BatchedDot: batch sizes %lld and %lld differ",
-                (long long)bx, (long long)by);
-    if ({a[1]} != {b[0]})
-        SG_FAIL(err, SG_ERR_VALUE, "device BatchedDot: shapes are not aligned: %lld != %lld",
-                (long long)({a[1]}), (long long)({b[0]}));
-    out_shapes[0] = bx == 1 ? by : bx;
+    if (bx != by && !{int(broadcast)}) {{
+        char s0[128], s1[128];
+        sg_cuda_shape_str(&in[0], s0, sizeof s0); sg_cuda_shape_str(&in[1], s1, sizeof s1);
+        SG_FAIL(err, SG_ERR_VALUE, "BatchedDot: batch dimension 0 differs: shapes %s and %s",
+                s0, s1);
+    }}
+{_not_aligned("BatchedDot", a[1], b[0], x.ndim - 1, 1)}    out_shapes[0] = bx == 1 ? by : bx;
 {shapes}
     return 0;
 }}
