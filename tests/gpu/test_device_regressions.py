@@ -64,3 +64,22 @@ def test_batched_dot_declared_broadcast_batch():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(1, 3, 4)), rng.normal(size=(2, 4, 5))
     np.testing.assert_allclose(np.asarray(dev(a, b)), cpu(a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("value, sizes", [(np.ones(1), (2, 3)), (np.ones(2), (2, 3)),
+                                          (np.ones(3), (-1, 3))])
+def test_alloc_broadcasts_only_declared_dimensions(value, sizes):
+    """A size-1 dimension that the type does not declare broadcastable is an
+    error, as on the CPU; the messages give the shapes."""
+    v, n = T.dvector("v"), T.lscalar("n")
+    dev, cpu = _both([v, n], T.alloc(v, n, sizes[1]))
+    want = _error(cpu, value, sizes[0]).replace("v of shape", "the value of shape")
+    assert _error(dev, value, sizes[0]) == want
+
+
+def test_alloc_of_a_declared_broadcastable_value():
+    v = T.dvector("v")
+    dev, cpu = _both([v], [T.alloc(T.shape_padleft(v), 4, 3), T.alloc(v[:1], 2, 1)])
+    a = np.arange(3.0)
+    for got, want in zip(dev(a), cpu(a)):
+        np.testing.assert_array_equal(np.asarray(got), want)

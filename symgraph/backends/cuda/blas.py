@@ -14,7 +14,7 @@ from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type
 from symgraph.backends.cuda.types import storage_type
-from symgraph.backends.cuda.shape import COPY_SUPPORT
+from symgraph.backends.cuda.shape import COPY_SUPPORT, SHAPE_STR
 from symgraph.backends.native.kernel import CKernel
 
 __all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering",
@@ -38,24 +38,11 @@ def blas_reason(node):
 
 _CUBLAS_CALL = ("sg_cuda_cublas_call_v1", c_file("cuda/cublas_call.inc"))
 
-# A shape as Python prints it, (3, 4) or (3,): the shape errors name both
-# operands' shapes, with the CPU kernels' words, so a device error reads as
-# the CPU's.
-_SHAPE_STR = ("sg_cuda_shape_str_v1", r"""
-static inline void sg_cuda_shape_str(const sg_array *a, char *buf, size_t n) {
-    size_t used = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < a->ndim && used < n; d++)
-        used += (size_t)snprintf(buf + used, n - used, d ? ", %lld" : "%lld",
-                                 (long long)a->shape[d]);
-    if (used < n) snprintf(buf + used, n - used, a->ndim == 1 ? ",)" : ")");
-}
-""")
-
 
 def _not_aligned(op_name, lhs, rhs, dim0, dim1):
-    """Host C failing with the CPU's 'not aligned' message when the sizes
-    ``lhs`` (dimension ``dim0`` of the first input) and ``rhs`` (dimension
-    ``dim1`` of the second) differ."""
+    """Host C failing with the CPU's 'not aligned' message, both shapes in it
+    (``SHAPE_STR``), when the sizes ``lhs`` (dimension ``dim0`` of the first
+    input) and ``rhs`` (dimension ``dim1`` of the second) differ."""
     return f"""    if (({lhs}) != ({rhs})) {{
         char s0[128], s1[128];
         sg_cuda_shape_str(&in[0], s0, sizeof s0); sg_cuda_shape_str(&in[1], s1, sizeof s1);
@@ -84,7 +71,7 @@ def _kernel(node, run, what):
     dtype = str(node.outputs[0].dtype)
     # cuBLAS for float32/64 (float16 stays with the tiled kernel)
     blas = bool(config.gpu.cublas) and dtype in ("float32", "float64")
-    shape_str = (_SHAPE_STR,) if "sg_cuda_shape_str" in run else ()
+    shape_str = (SHAPE_STR,) if "sg_cuda_shape_str" in run else ()
     header = (f"#define T {storage_type(dtype)}\n#define ACC {c_compute_type(dtype)}\n"
               f"#define TILE {TILE}\n#define WHAT {c_string(what, quote=True, limit=120)}\n"
               f"#define SG_CU_BLAS {int(blas)}\n")

@@ -13,6 +13,7 @@ error.
 
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import has_c_type
+from symgraph.backends.cuda.shape import SHAPE_STR
 from symgraph.backends.cuda.types import storage_type
 from symgraph.backends.native.kernel import CKernel
 
@@ -85,18 +86,30 @@ def alloc_lowering(op, node):
     value, out = node.inputs[0], node.outputs[0]
     n, lead = out.ndim, out.ndim - node.inputs[0].ndim
     T = storage_type(out.dtype)
+    # As on the CPU, a size-1 dimension of the value broadcasts only where its
+    # type declares it; the errors are the CPU kernel's, shapes included (the
+    # node seen here has unnamed host stand-ins: "the value" names none).
+    bcast = "{" + ", ".join(["1" if b else "0" for b in value.type.broadcastable] + ["0"]) + "}"
     source = strided_copy_kernel("kernel", T) + f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
+    static const int bcast[] = {bcast};
+    char s0[256], s1[256];
+    (void)bcast; (void)s0; (void)s1;
+    for (int d = 0; d < {n}; d++)
+        out_shapes[d] = sg_cuda_read_index(in[1 + d].data, IDX_KIND_SHAPE[d]);
     for (int d = 0; d < {n}; d++) {{
-        int64_t size = sg_cuda_read_index(in[1 + d].data, IDX_KIND_SHAPE[d]);
-        if (size < 0) SG_FAIL(err, SG_ERR_VALUE, "Alloc: negative size in the requested shape");
-        out_shapes[d] = size;
+        if (out_shapes[d] >= 0) continue;
+        sg_cuda_dims_str(out_shapes, {n}, s1, sizeof s1);
+        SG_FAIL(err, SG_ERR_VALUE, "Alloc: negative size in the requested shape %s", s1);
     }}
     for (int d = 0; d < {value.ndim}; d++) {{
         int64_t have = in[0].shape[d], want = out_shapes[{lead} + d];
-        if (have != want && have != 1)
-            SG_FAIL(err, SG_ERR_VALUE, "Alloc: cannot broadcast the value's dimension %d of "
-                    "size %lld to %lld", d, (long long)have, (long long)want);
+        if (have == want || bcast[d]) continue;
+        sg_cuda_shape_str(&in[0], s0, sizeof s0);
+        sg_cuda_dims_str(out_shapes, {n}, s1, sizeof s1);
+        SG_FAIL(err, SG_ERR_VALUE, "Alloc: cannot broadcast the value of shape %s to %s: "
+                "dimension %d has size %lld and is not declared broadcastable", s0, s1, d,
+                (long long)have);
     }}
     return 0;
 }}
@@ -122,7 +135,8 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
         if n else "{0}"
     source = f"static const int SG_FN(kinds)[] = {kinds};\n#define IDX_KIND_SHAPE SG_FN(kinds)\n" \
         + source + "\n#undef IDX_KIND_SHAPE\n"
-    return CKernel(source=source, support=(_READ_INDEX, STRIDES), version=1)
+    return CKernel(source=source, support=(_READ_INDEX, STRIDES, SHAPE_STR),
+                   headers=("<stdio.h>",), version=2)
 
 
 def inc_subtensor_lowering(op, node):
