@@ -83,3 +83,21 @@ def test_alloc_of_a_declared_broadcastable_value():
     a = np.arange(3.0)
     for got, want in zip(dev(a), cpu(a)):
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_gemm_gemv_ger_shape_errors_as_on_the_cpu():
+    """The device's BLAS updates check shapes in the CPU's order, with its
+    messages (which operand, which dimension, both shapes)."""
+    from symgraph.ops.gemm import gemm, gemv, ger
+
+    z, x, y, a, b = T.dmatrix(), T.dmatrix(), T.dmatrix(), T.dscalar(), T.dscalar()
+    u, v = T.dvector(), T.dvector()
+    cases = [([z, a, x, y, b], gemm(z, a, x, y, b),
+              [((2, 4), (2, 3), (4, 3)), ((4, 2), (2, 3), (3, 4)), ((2, 5), (2, 3), (3, 4))]),
+             ([u, a, x, v, b], gemv(u, a, x, v, b), [((2,), (2, 3), (4,)), ((3,), (2, 3), (3,))]),
+             ([z, a, u, v], ger(z, a, u, v), [((2, 3), (3,), (3,)), ((2, 3), (2,), (4,))])]
+    for inputs, out, shapes in cases:
+        dev, cpu = _both(inputs, out)
+        for s0, s1, s2 in shapes:
+            args = [np.ones(s0), 2.0, np.ones(s1), np.ones(s2)] + [0.5] * (len(inputs) == 5)
+            assert _error(dev, *args) == _error(cpu, *args)

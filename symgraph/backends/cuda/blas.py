@@ -39,18 +39,49 @@ def blas_reason(node):
 _CUBLAS_CALL = ("sg_cuda_cublas_call_v1", c_file("cuda/cublas_call.inc"))
 
 
-def _not_aligned(op_name, lhs, rhs, dim0, dim1):
-    """Host C failing with the CPU's 'not aligned' message, both shapes in it
-    (``SHAPE_STR``), when the sizes ``lhs`` (dimension ``dim0`` of the first
-    input) and ``rhs`` (dimension ``dim1`` of the second) differ."""
+def _fail_unless_equal(lhs, rhs, shapes, text, args):
+    """Host C failing with the CPU kernels' message ``text`` when the sizes
+    ``lhs`` and ``rhs`` differ: its ``%s`` are the shapes of the inputs
+    ``shapes`` (``SHAPE_STR``), then come the C expressions ``args``."""
+    prints = " ".join(f"sg_cuda_shape_str(&in[{i}], s{k}, sizeof s{k});"
+                      for k, i in enumerate(shapes))
+    values = "".join(f", s{k}" for k in range(len(shapes))) + \
+        "".join(f", (long long)({a})" for a in args)
     return f"""    if (({lhs}) != ({rhs})) {{
         char s0[128], s1[128];
-        sg_cuda_shape_str(&in[0], s0, sizeof s0); sg_cuda_shape_str(&in[1], s1, sizeof s1);
-        SG_FAIL(err, SG_ERR_VALUE, "{op_name}: shapes %s and %s are not aligned: dimension "
-                "{dim0} of the first (%lld) != dimension {dim1} of the second (%lld)", s0, s1,
-                (long long)({lhs}), (long long)({rhs}));
+        (void)s1;
+        {prints}
+        SG_FAIL(err, SG_ERR_VALUE, "{text}"{values});
     }}
 """
+
+
+def _not_aligned(op_name, lhs, rhs, dim0, dim1):
+    """The CPU's 'not aligned' error of Dot and BatchedDot, both shapes in it,
+    when ``lhs`` (dimension ``dim0`` of the first input) and ``rhs``
+    (dimension ``dim1`` of the second) differ."""
+    return _fail_unless_equal(lhs, rhs, (0, 1), f"{op_name}: shapes %s and %s are not aligned: "
+                              f"dimension {dim0} of the first (%lld) != dimension {dim1} of "
+                              f"the second (%lld)", (lhs, rhs))
+
+
+def _update_checks(kind):
+    """The CPU kernels' shape checks of Gemm, Gemv and Ger, in their order and
+    with their messages: the product's operands, then z against the product."""
+    checks, names = [], {"Gemm": ("x and y", "dot(x, y)"), "Gemv": ("A and x", "dot(A, x)"),
+                         "Ger": (None, "outer(x, y)")}[kind]
+    if names[0] is not None:
+        checks.append(_fail_unless_equal(
+            "in[2].shape[1]", "in[3].shape[0]", (2, 3),
+            f"{kind}: shapes %s and %s of {names[0]} are not aligned (%lld != %lld)",
+            ("in[2].shape[1]", "in[3].shape[0]")))
+    sizes = {"Gemm": ["in[2].shape[0]", "in[3].shape[1]"], "Gemv": ["in[2].shape[0]"],
+             "Ger": ["in[2].shape[0]", "in[3].shape[0]"]}[kind]
+    for d, size in enumerate(sizes):
+        checks.append(_fail_unless_equal(
+            f"in[0].shape[{d}]", size, (0,),
+            f"{kind}: z has shape %s, but {names[1]} has %lld in dimension {d}", (size,)))
+    return "".join(checks)
 
 
 def cublas_table_address():
@@ -144,12 +175,7 @@ def blas_update_lowering(op, node):
     shapes = "\n".join(f"    out_shapes[{k}] = {d};" for k, d in enumerate(dims))
     run = f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
-    if ({a[1]} != {b[0]} || {c[0]} != {a[0]} || {c[1]} != {b[1]})
-        SG_FAIL(err, SG_ERR_VALUE, "device {kind}: shapes are not aligned (%lld x %lld by "
-                "%lld x %lld into %lld x %lld)", (long long)({a[0]}), (long long)({a[1]}),
-                (long long)({b[0]}), (long long)({b[1]}), (long long)({c[0]}),
-                (long long)({c[1]}));
-{shapes}
+{_update_checks(kind)}{shapes}
     return 0;
 }}
 
