@@ -260,6 +260,25 @@ def local_cut_transfer_pair(fgraph, node):
 register(local_cut_transfer_pair, "fast_run", "fast_compile", "gpu", phase="gpu")
 
 
+@node_rewriter(["symgraph.ops.transfer:HostFromGpu"])
+def local_cut_host_round_trip(fgraph, node):
+    """``HostFromGpu(GpuFromHost(x)) -> x``: a host value sent to a device and
+    straight back, as the user's graph holds it where a device shared
+    variable's gradient (a ``GpuFromHost`` of a host expression) meets host
+    arithmetic (``w - lr * g``).  Cut in canonicalize, so that the CPU graph
+    rewrites see the expression whole: ``w - lr * dot(x.T, d)`` becomes one
+    Gemm before the ``gpu`` phase moves it, as on the CPU."""
+    GpuFromHost, _ = _transfer_nodes()
+    source = node.inputs[0].owner
+    if source is None or not isinstance(source.op, GpuFromHost):
+        return None
+    host_value = source.inputs[0]
+    return [host_value] if host_value.type == node.outputs[0].type else None
+
+
+register(local_cut_host_round_trip, "fast_run", "fast_compile", "gpu", phase="canonicalize")
+
+
 @node_rewriter(["symgraph.ops.transfer:GpuFromHost"])
 def local_device_constant(fgraph, node):
     """``GpuFromHost(constant) -> device constant``: a constant is copied to the

@@ -133,3 +133,35 @@ def test_products_through_cublas_or_the_tiled_kernel_on_any_layout(cublas):
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     assert (_blas_calls() > before) == cublas
+
+
+def test_sgd_updates_of_device_shared_variables_become_gemms_as_on_the_cpu(rng):
+    # The gradient of a device shared variable reaches the update as
+    # HostFromGpu(GpuFromHost(dot(h.T, d))): cut early, the CPU rewrites see
+    # ``w - lr * dot(h.T, d)`` whole and make it one Gemm, as on the CPU.
+    def step(flags):
+        with symgraph.config.change_flags(**flags):
+            W1 = symgraph.shared(np.random.default_rng(5).standard_normal((10, 16))
+                                 .astype("f") * 0.3, name="W1")
+            W2 = symgraph.shared(np.random.default_rng(6).standard_normal((16, 3))
+                                 .astype("f") * 0.3, name="W2")
+            x = T.fmatrix("x")
+            h = T.tanh(T.dot(x, W1))
+            cost = T.sum(T.dot(h, W2) ** 2)
+            lr = np.float32(0.01)
+            f = symgraph.function([x], cost, updates=[(w, w - lr * g) for w, g in
+                                                     zip((W1, W2), T.grad(cost, [W1, W2]))])
+        return f, W1
+
+    def names(f):
+        return sorted(type(getattr(n.op, "op", n.op)).__name__ for n in f.maker.fgraph.toposort()
+                      if type(getattr(n.op, "op", n.op)).__name__ in ("Dot", "Gemm", "Elemwise"))
+
+    dev, dW1 = step(DEVICE)
+    cpu, cW1 = step({"device": "cpu"})
+    assert names(dev).count("Gemm") == names(cpu).count("Gemm") == 2, (names(dev), names(cpu))
+    assert names(dev) == names(cpu)
+    data = rng.standard_normal((8, 10)).astype("f")
+    for _ in range(3):
+        np.testing.assert_allclose(float(dev(data)), float(cpu(data)), rtol=1e-4)
+    np.testing.assert_allclose(dW1.get_value(), cW1.get_value(), rtol=1e-4, atol=1e-6)
