@@ -18,7 +18,30 @@ from symgraph.tensor.gpu_contexts import ContextError
 
 __all__ = ["is_available", "placement_report", "PlacementReport", "to_device",
            "as_device_array", "to_pycuda", "memory_stats", "empty_cache", "synchronize",
-           "contexts", "peer_access", "ContextError"]
+           "contexts", "peer_access", "ContextError", "DeviceArray"]
+
+
+class _DeviceArrayType(type):
+    def __instancecheck__(cls, value):
+        # the class is made by the device memory library when a device is
+        # first used, one for the GPU and one for the emulated device: both
+        # are named symgraph.gpu.DeviceArray
+        kind = type(value)
+        return kind.__name__ == "DeviceArray" and kind.__module__ == __name__
+
+
+class DeviceArray(metaclass=_DeviceArrayType):
+    """The type of symgraph's device arrays, for ``isinstance(x,
+    symgraph.gpu.DeviceArray)`` (True for an array on any device, the GPU's or
+    the emulated one's).  Nothing is made from it: ``to_device(value)``,
+    ``as_device_array(x)``, device shared variables and functions' device
+    outputs give the arrays.  An array has ``shape``, ``dtype``, ``strides``,
+    ``device`` and ``ptr``, basic indexing (views), ``get()``, ``copy()``,
+    ``item()``, ``float()``/``int()``/``bool()``, and CUDA's array interface."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("a DeviceArray is not made directly: use "
+                        "symgraph.gpu.to_device(value) or symgraph.gpu.as_device_array(x)")
 
 
 def is_available():

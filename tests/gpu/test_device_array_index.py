@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph
+import symgraph.gpu
 import symgraph.tensor as T
 from symgraph.gpu import to_device
 
@@ -37,7 +38,7 @@ def test_basic_indexing_is_numpys_view(host, key):
     want = host[key]
     if not isinstance(want, np.ndarray):      # integers only: NumPy's 0-d view of them
         want = host[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)]
-    assert isinstance(v, type(a))
+    assert isinstance(v, type(a)) and isinstance(v, symgraph.gpu.DeviceArray)
     assert v.shape == want.shape and v.dtype == want.dtype
     np.testing.assert_array_equal(np.asarray(v), want)
     # a view of the same memory at NumPy's offset and strides, the owner kept alive
@@ -112,9 +113,15 @@ def test_a_gradient_on_the_device_indexes_like_the_cpu_result():
             g = symgraph.grad(T.tanh(T.dot(x, w)).sum(), w)
             results.append(symgraph.function([x], g)(data))
     cpu, dev = results
-    assert type(dev).__name__ == "DeviceArray"
+    assert isinstance(dev, symgraph.gpu.DeviceArray) and not isinstance(cpu, symgraph.gpu.DeviceArray)
     for key in ((1, 2), (slice(None), 3), (-1,)):
         np.testing.assert_allclose(np.asarray(dev[key]), cpu[key], rtol=1e-5, atol=1e-6)
     assert float(dev[1, 2]) == pytest.approx(float(cpu[1, 2]), rel=1e-5)
     assert dev[0, 0] == pytest.approx(cpu[0, 0], rel=1e-5)
 
+
+
+def test_the_device_array_type_is_public_and_makes_nothing():
+    assert not isinstance(np.zeros(3), symgraph.gpu.DeviceArray)
+    with pytest.raises(TypeError, match="to_device"):
+        symgraph.gpu.DeviceArray()
