@@ -267,10 +267,14 @@ def local_cut_host_round_trip(fgraph, node):
     variable's gradient (a ``GpuFromHost`` of a host expression) meets host
     arithmetic (``w - lr * g``).  Cut in canonicalize, so that the CPU graph
     rewrites see the expression whole: ``w - lr * dot(x.T, d)`` becomes one
-    Gemm before the ``gpu`` phase moves it, as on the CPU."""
+    Gemm before the ``gpu`` phase moves it, as on the CPU.  Only a round trip
+    through the default device (the flag ``device``): a transfer to another
+    context is where the user placed the work (Theano's rule, a node runs on
+    its inputs' context), which the cut would lose."""
     GpuFromHost, _ = _transfer_nodes()
     source = node.inputs[0].owner
-    if source is None or not isinstance(source.op, GpuFromHost):
+    if source is None or not isinstance(source.op, GpuFromHost) or \
+            source.op.context_name != device_context():
         return None
     host_value = source.inputs[0]
     return [host_value] if host_value.type == node.outputs[0].type else None

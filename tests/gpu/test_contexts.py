@@ -389,16 +389,20 @@ def test_a_step_selects_its_device_again_after_another_library_switched_it():
     np.testing.assert_allclose(f0(), want0, rtol=1e-5)
 
 
+class Foreign:
+    """Another GPU library's array (a CuPy one, say): only its
+    ``__cuda_array_interface__``, over ``memory``'s."""
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
+
+
 def test_another_librarys_array_on_another_device_is_copied_to_the_context():
     # A CuPy array on cuda1 given where dev0 is wanted must not be read in
     # place by dev0's kernels: it is copied over, as a DeviceArray would be.
     # (The emulated devices record which device each allocation is of and
     # answer CUDA's "which device is this pointer on" from that record.)
-    class Foreign:
-        def __init__(self, memory):
-            self.memory = memory
-            self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
-
     src = symgraph.gpu.to_device(np.arange(6, dtype="f").reshape(2, 3), "dev1")
     for where, device in (("dev0", 0), ("dev1", 1)):
         got = symgraph.gpu.as_device_array(Foreign(src), where)
@@ -553,11 +557,6 @@ def test_another_librarys_array_is_read_on_its_own_device():
     # where it is: no copy to cuda0 first, whose memory stays untouched.
     from symgraph.tensor.gpu_type import to_host
 
-    class Foreign:
-        def __init__(self, memory):
-            self.memory = memory
-            self.__cuda_array_interface__ = dict(memory.__cuda_array_interface__)
-
     src = symgraph.gpu.to_device(np.arange(6, dtype="f").reshape(2, 3), "dev1")
     symgraph.gpu.to_device(np.zeros(1, dtype="f"), "dev0")       # cuda0 in use
     symgraph.gpu.empty_cache("dev0")            # so that a copy there would allocate
@@ -588,3 +587,21 @@ def test_a_kernel_given_another_devices_memory_fails_on_the_emulated_device():
     # the device stays usable
     f.trust_input = False
     np.testing.assert_array_equal(f(on1), np.arange(5) * 2 + 1)
+
+
+def test_a_transfer_to_another_context_keeps_its_work_there_with_device_cuda():
+    # With device=cuda the default device's host round trips are cut early
+    # (so the CPU rewrites see whole expressions), but a transfer to another
+    # context is where the user placed the work: it must stay on dev1.
+    with symgraph.config.change_flags(device="cuda", contexts="dev1->cuda1"):
+        x = T.fmatrix("x")
+        w = symgraph.shared(np.ones((3, 2), "f"), name="w")           # on cuda0
+        y = T.exp(x.transfer("dev1")) * 2
+        f = symgraph.function([x], [y.transfer("cpu"), T.dot(x, w)])
+    data = RNG.standard_normal((4, 3)).astype("f")
+    got_y, got_d = f(data)
+    np.testing.assert_allclose(got_y, np.exp(data) * 2, rtol=1e-5)
+    np.testing.assert_allclose(got_d, data @ np.ones((3, 2), "f"), rtol=1e-5)
+    devices = {node.op.context_name for node in f.maker.fgraph.toposort()
+               if isinstance(node.op, OnDevice)}
+    assert devices == {"dev1", "cuda0"}, devices
