@@ -130,6 +130,22 @@ static void dev_dealloc(PyObject *self) {
     Py_DECREF(tp);
 }
 
+/* A DeviceArray over `d` (memory of `of`, of dtype `typenum`), keeping `of`
+ * alive as its base. */
+static PyObject *dev_view(DevArray *of, const sg_array *d, int typenum) {
+    DevArray *v = (DevArray *)dev_type->tp_alloc(dev_type, 0);
+    if (v == NULL) return NULL;
+    v->data = d->data;
+    v->ndim = d->ndim;
+    v->typenum = typenum;
+    v->dev = of->dev;
+    memcpy(v->shape, d->shape, sizeof(int64_t) * (size_t)d->ndim);
+    memcpy(v->strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
+    Py_INCREF((PyObject *)of);
+    v->base = (PyObject *)of;
+    return (PyObject *)v;
+}
+
 /* A new host ndarray holding a copy of the device array's elements. */
 static PyObject *dev_to_host(DevArray *a) {
     npy_intp dims[SG_MAXDIMS];
@@ -491,17 +507,7 @@ static PyObject *mem_view(void *ctx, PyObject *base, const sg_array *d, int type
         PyErr_SetString(PyExc_TypeError, "a device view's base is not a device array");
         return NULL;
     }
-    DevArray *v = (DevArray *)dev_type->tp_alloc(dev_type, 0);
-    if (v == NULL) return NULL;
-    v->data = d->data;
-    v->ndim = d->ndim;
-    v->typenum = typenum;
-    v->dev = ((DevArray *)base)->dev;
-    memcpy(v->shape, d->shape, sizeof(int64_t) * (size_t)d->ndim);
-    memcpy(v->strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
-    Py_INCREF(base);
-    v->base = base;
-    return (PyObject *)v;
+    return dev_view((DevArray *)base, d, typenum);
 }
 
 static int mem_enter(void *ctx) { return select_device((sg_device *)ctx); }

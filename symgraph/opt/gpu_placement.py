@@ -120,7 +120,7 @@ def _non_array_reason(node, tensor_type):
 
 def _placement(node, default):
     """(the context ``node`` goes to, None) or (None, why it stays on the host)."""
-    from symgraph.tensor.gpu_contexts import device_of
+    from symgraph.tensor.gpu_type import context_kind
     from symgraph.tensor.type import TensorType
 
     # Theano's rule: the node goes where its inputs are
@@ -129,8 +129,8 @@ def _placement(node, default):
         return None, "device=cpu, and no input on a device"
     if not all(isinstance(v.type, TensorType) for v in node.inputs + node.outputs):
         return None, _non_array_reason(node, TensorType)
-    kind = device_of(context).rstrip("0123456789")
-    reason = BOOKKEEPING if _host_bookkeeping(node) else device_support(kind, node)
+    reason = BOOKKEEPING if _host_bookkeeping(node) else \
+        device_support(context_kind(context), node)
     return (None, reason) if reason is not None else (context, None)
 
 
@@ -141,9 +141,8 @@ def gpu_placement(fgraph, verbose=False):
     if not uses_devices():
         return 0
     from symgraph.ops.device_op import OnDevice
-    from symgraph.ops.transfer import GpuToGpu
-    from symgraph.tensor.gpu_contexts import device_of
-    from symgraph.tensor.type import TensorType
+    from symgraph.ops.transfer import GpuToGpu, host_from_gpu
+    from symgraph.tensor.gpu_type import context_kind
 
     GpuFromHost, HostFromGpu = _transfer_nodes()
     moved = 0
@@ -155,10 +154,7 @@ def gpu_placement(fgraph, verbose=False):
         if reason is not None:
             node.tag.cpu_reason = reason
             continue
-        kind = device_of(context).rstrip("0123456789")
-        from symgraph.ops.transfer import host_from_gpu
-
-        on_host = host_inputs(kind, node)
+        on_host = host_inputs(context_kind(context), node)
         device_node = OnDevice(node.op, context, on_host).make_node(
             *[var if i in on_host else _to_device(var, context)
               for i, var in enumerate(node.inputs)])

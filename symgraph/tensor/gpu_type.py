@@ -17,7 +17,7 @@ from symgraph.tensor.type import ALL_DTYPES, ArrayTypeProperties, TensorType
 from symgraph.tensor.var import _TensorOperators
 
 __all__ = ["GpuArrayType", "GpuArrayVariable", "register_device_array", "to_device",
-           "to_host", "adopt", "is_device_array"]
+           "to_host", "adopt", "is_device_array", "context_kind"]
 
 #: context kind ("cuda") -> (array classes, put(ndarray, context_name), get(array))
 _ARRAYS = {}
@@ -46,7 +46,9 @@ def _foreign(value):
     return not is_device_array(value) and hasattr(value, "__cuda_array_interface__")
 
 
-def _kind(context_name):
+def context_kind(context_name):
+    """The device kind of a context ('cuda' for 'cuda1' or a name of the flag
+    ``contexts`` mapped to a CUDA device; None: the kind of 'cuda')."""
     from symgraph.tensor.gpu_contexts import device_of
 
     # a name of the flag contexts is of its device's kind
@@ -55,7 +57,7 @@ def _kind(context_name):
 
 def _registered(context_name):
     try:
-        return _ARRAYS[_kind(context_name)]
+        return _ARRAYS[context_kind(context_name)]
     except KeyError:
         raise RuntimeError(f"no device backend handles the context {context_name!r} "
                            "(set the flag device=cuda, with gpu.emulate=True on a machine "
@@ -84,7 +86,7 @@ def adopt(value, context_name):
     array of ``context_name`` sharing its memory."""
     _registered(context_name)
     try:
-        return _ADOPT[_kind(context_name)](value, context_name)
+        return _ADOPT[context_kind(context_name)](value, context_name)
     except KeyError:
         raise RuntimeError(f"the device backend of {context_name!r} cannot use other "
                            "libraries' arrays") from None

@@ -127,17 +127,18 @@ class CudaBackend(Backend):
         device's memory)."""
         import ctypes
 
-        symbols = list(kernel.symbols)
-        if _emulated():
-            from symgraph.backends.cuda.device_memory import emulator_hooks
-
-            symbols += [(name, lambda address=address: address)
-                        for name, address in emulator_hooks().items()
-                        if lib.address(name) is not None]
-        for name, address_fn in symbols:
+        def set_once(name, address_fn):
             cell = ctypes.c_void_p.in_dll(lib, name)
             if not cell.value:
                 cell.value = address_fn()
+
+        for name, address_fn in kernel.symbols:
+            set_once(name, address_fn)
+        if _emulated():
+            from symgraph.backends.cuda.device_memory import emulator_hooks
+
+            for name, address in emulator_hooks().items():
+                set_once(name, lambda: address)
 
 
 def _device_count():
