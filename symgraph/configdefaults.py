@@ -116,6 +116,25 @@ add_flag("dnn.conv.workmem_bytes", "Workspace limit of convolution algorithms; 0
 add_flag("cuda.root", "CUDA installation folder (nvcc, headers).", StrParam("/usr/local/cuda"),
          in_c_key=True)
 add_flag("nvcc.flags", "Extra flags passed to nvcc.", StrParam(""), in_c_key=True)
+
+
+class _ArchsParam(StrParam):
+    """``common``, ``native`` or a comma list of compute capabilities (``80,90``)."""
+
+    def convert(self, value):
+        value = super().convert(value).lower().replace(" ", "")
+        if value in ("common", "native") or re.fullmatch(r"\d{2,3}[af]?(,\d{2,3}[af]?)*", value):
+            return value
+        raise ValueError("not common, native or a comma list of compute capabilities")
+
+    def allowed(self):
+        return "common, native, or compute capabilities such as 80,90"
+
+
+add_flag("nvcc.archs", "The GPU architectures nvcc builds machine code for: common (those "
+         "of the CUDA backend's ARCHS, plus PTX for later ones), native (the GPUs this "
+         "machine has: a build several times faster, for those GPUs alone), or a list "
+         "such as 80,90.", _ArchsParam("common"))
 add_flag("gpu.cross_compile", "Build CUDA modules with nvcc without running them.",
          BoolParam(False))
 add_flag("gpu.emulate", "With device=cuda: run the generated CUDA on the CPU through the "

@@ -101,7 +101,7 @@ class CudaBackend(Backend):
         from symgraph.backends.cuda.device import driver_version
 
         return {"cuda": "nvcc", "compiler": compiler.nvcc_version() or "none",
-                "archs": ",".join(compiler.ARCHS), "driver": str(driver_version())}
+                "archs": ",".join(compiler.target_archs()), "driver": str(driver_version())}
 
     def headers_digest(self):
         return _headers_digest()

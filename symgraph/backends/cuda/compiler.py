@@ -2,8 +2,8 @@
 emulated device, nvcc alone for a cross-compile check.
 
 One source, three builds.  On a GPU, nvcc compiles host glue and kernels into
-one shared library (SASS for the architectures of ``ARCHS`` plus PTX, warnings
-as errors).  Under ``gpu.emulate`` the same text is compiled by the host C++
+one shared library (SASS for the architectures of :func:`target_archs`, by
+default ``ARCHS``, plus PTX, warnings as errors).  Under ``gpu.emulate`` the same text is compiled by the host C++
 compiler with ``c_src/cuda/sg_cuda_emu.h`` included first, so each CUDA thread
 runs on the CPU.  ``check_with_nvcc`` compiles device code only (``-cubin``),
 to prove the text is valid CUDA on machines without a GPU.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from symgraph.backends.native.c_sources import C_SRC
 
-__all__ = ["CudaCompileError", "cuda_root", "nvcc_path", "nvcc_version", "ARCHS",
+__all__ = ["CudaCompileError", "cuda_root", "nvcc_path", "nvcc_version", "ARCHS", "target_archs",
            "emulation_header", "build_emulated", "build_nvcc", "check_with_nvcc"]
 
 #: The architectures a GPU build targets (SASS each) and the PTX for later ones.
@@ -111,11 +111,34 @@ def _nvcc_or_fail():
     return nvcc
 
 
+def target_archs():
+    """The architectures a GPU build makes SASS for, after the flag ``nvcc.archs``:
+    ``common`` is :data:`ARCHS`; ``native`` the devices the driver sees (one
+    build for one GPU is several times faster than five); else the flag's list.
+    PTX is added for the last of them, so later GPUs can run the library too."""
+    from symgraph.config import config
+
+    value = str(config.nvcc.archs)
+    if value == "common":
+        return ARCHS
+    if value == "native":
+        from symgraph.backends.cuda.device import compute_capabilities
+
+        found = tuple(sorted(set(compute_capabilities()), key=lambda a: (len(a), a)))
+        if not found:
+            raise CudaCompileError("nvcc.archs=native needs a GPU the driver sees, and it "
+                                   "sees none; name the architectures (nvcc.archs=80,90) "
+                                   "or use nvcc.archs=common")
+        return found
+    return tuple(value.split(","))
+
+
 def _gencode():
     flags = []
-    for arch in ARCHS:
+    archs = target_archs()
+    for arch in archs:
         flags += ["-gencode", f"arch=compute_{arch},code=sm_{arch}"]
-    flags += ["-gencode", f"arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}"]
+    flags += ["-gencode", f"arch=compute_{archs[-1]},code=compute_{archs[-1]}"]
     return flags
 
 

@@ -9,7 +9,7 @@ fails in other ways.
 import ctypes
 import functools
 
-__all__ = ["driver_available", "driver_version", "missing"]
+__all__ = ["compute_capabilities", "driver_available", "driver_version", "missing"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,3 +72,23 @@ def driver_version():
     if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
         return None
     return version.value
+
+
+#: cuDeviceGetAttribute's numbers for the compute capability.
+_CC_MAJOR, _CC_MINOR = 75, 76
+
+
+def compute_capabilities():
+    """The compute capability of each device the driver sees, as nvcc names
+    them ("90" for 9.0), in device order; empty without a driver or a device."""
+    lib = _driver()
+    found = []
+    for ordinal in range(driver_available()):
+        device, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+        if lib.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
+            continue
+        if lib.cuDeviceGetAttribute(ctypes.byref(major), _CC_MAJOR, device) != 0 or \
+                lib.cuDeviceGetAttribute(ctypes.byref(minor), _CC_MINOR, device) != 0:
+            continue
+        found.append(f"{major.value}{minor.value}")
+    return found

@@ -74,7 +74,8 @@ def _library(emulated):
         else:
             compiler.build_nvcc(source, out, what=what, include_dirs=include)
 
-    mode = "emulated" if emulated else f"nvcc {compiler.nvcc_version()}"
+    mode = "emulated" if emulated else \
+        f"nvcc {compiler.nvcc_version()} for {','.join(compiler.target_archs())}"
     lib = Prebuilt(what, loader=ctypes.PyDLL, build=build,
                    key=lambda: make_key(source=source, headers=headers, numpy_full=np.__version__,
                                         python_include=include[0], device=mode,
