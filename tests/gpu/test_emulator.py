@@ -442,8 +442,8 @@ def test_compile_error_carries_the_compiler_output(tmp_path):
 def test_source_is_valid_cuda_for_nvcc(tmp_path):
     if nvcc_path() is None:
         pytest.skip("nvcc not found under the CUDA root (flag cuda.root, or CUDA_ROOT/CUDA_HOME)")
-    cubin = check_with_nvcc(SOURCE, tmp_path, arch="90", what="the emulator's test kernels")
-    assert cubin.stat().st_size > 0
+    obj = check_with_nvcc(SOURCE, tmp_path, arch="90", what="the emulator's test kernels")
+    assert obj.stat().st_size > 0
 
 
 def test_is_available_and_cheap_import():

@@ -1,6 +1,6 @@
-"""The flag nvcc.archs: which architectures a GPU build targets, how a bad
-value is refused, and that the choice reaches nvcc's command line and the
-compile cache's key."""
+"""nvcc builds: the flag nvcc.archs (which architectures a GPU build targets,
+how a bad value is refused, that the choice reaches nvcc's command line and
+the compile cache's key), and what the cross-compile check vouches for."""
 
 import pytest
 
@@ -69,3 +69,35 @@ def test_compute_capabilities_is_empty_without_a_driver(monkeypatch):
     monkeypatch.setattr(cuda_device, "_driver", lambda: None)
     monkeypatch.setattr(cuda_device, "driver_available", lambda: 0)
     assert cuda_device.compute_capabilities() == []
+
+
+_HOST_WARNING = """
+int sg_check_entry(int x) { if (x > 0) return 1; }
+"""
+
+_LONG_MESSAGE = r"""
+#include <stdio.h>
+#include <string.h>
+int sg_check_message(char *out, const char *src) {
+    char shape[200], buf[64];
+    strncpy(shape, src, sizeof shape - 1);
+    shape[sizeof shape - 1] = 0;
+    snprintf(buf, sizeof buf, "a long message that names the shape %s", shape);
+    return out[0] = buf[0];
+}
+"""
+
+
+@pytest.mark.skipif(cuda_compiler.nvcc_path() is None, reason="nvcc is not installed")
+def test_the_cross_compile_check_catches_host_code_warnings(tmp_path):
+    # the device's real build failed on host-compiler warnings that a
+    # device-only check never saw: the check compiles host code too
+    with pytest.raises(cuda_compiler.CudaCompileError, match="return"):
+        cuda_compiler.check_with_nvcc(_HOST_WARNING, tmp_path, what="a host warning")
+
+
+@pytest.mark.skipif(cuda_compiler.nvcc_path() is None, reason="nvcc is not installed")
+def test_error_messages_cut_short_by_snprintf_build(tmp_path):
+    # SG_FAIL writes into a fixed buffer and may cut a message short: by
+    # design, so GCC's format-truncation warning must not fail the build
+    assert cuda_compiler.check_with_nvcc(_LONG_MESSAGE, tmp_path).stat().st_size > 0
