@@ -57,7 +57,7 @@ step gpu_available 30 "$PY" -c 'import symgraph.gpu as g; print("is_available:",
 step demo_mlp 90 env SYMGRAPH_FLAGS="$GPU_FLAGS" "$PY" examples/demo.py
 TIMEOUT_PLUGIN=()
 "$PY" -c "import pytest_timeout" 2>/dev/null && TIMEOUT_PLUGIN=(--timeout 90)
-step tests_gpu "$TEST_SECONDS" env SYMGRAPH_TEST_DEVICE=gpu "$PY" -m pytest -v -rfE --tb=short \
+step tests_gpu "$TEST_SECONDS" env SYMGRAPH_TEST_DEVICE=gpu "$PY" -m pytest -v -rfEs --tb=short \
     -m gpu -n "$(nproc)" -p no:cacheprovider "${TIMEOUT_PLUGIN[@]}" --durations=15 tests/gpu
 step bench_gpu 100 "$PY" bench/w_gpu.py --quick
 step demo_convnet 60 env SYMGRAPH_FLAGS="$GPU_FLAGS" "$PY" examples/convnet_demo.py

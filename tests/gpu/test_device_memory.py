@@ -123,6 +123,19 @@ def test_out_of_memory_names_the_node_and_the_device_stays_usable(emulated):
     np.testing.assert_allclose(f(big), np.exp(big) * 2, rtol=1e-6)
 
 
+@pytest.mark.skipif(not REAL_GPU, reason="asks a real GPU for more than it holds; the test "
+                    "above sets the emulated device's limit instead")
+def test_out_of_memory_on_a_real_gpu_names_the_node_and_the_device_stays_usable(emulated):
+    n = T.lscalar("n")
+    f = symgraph.function([n], T.alloc(np.float32(1.5), n, n) * 2)
+    np.testing.assert_allclose(f(3), np.full((3, 3), 3.0, "f"))
+    huge = 400_000                     # 640 GB of float32: more than any GPU has
+    with pytest.raises(MemoryError, match="out of device memory on cuda0") as info:
+        f(huge)
+    assert "Gpu" in str(info.value) and "test_device_memory.py" in str(info.value)
+    np.testing.assert_allclose(f(5), np.full((5, 5), 3.0, "f"))
+
+
 def test_the_gpu_build_of_the_memory_library_compiles_and_links():
     # the library a GPU loads: nvcc, the shared CUDA runtime, warnings as errors
     from symgraph.backends.cuda.compiler import nvcc_path
