@@ -18,11 +18,12 @@
 #      (-v), and at the limit pytest is interrupted, so it still reports the
 #      failures so far;
 #   4. the GPU benchmarks (bench/w_gpu.py --quick: G1-G4 against PyTorch
-#      and JAX on the same GPU), then the convnet demo.
+#      and JAX on the same GPU), the per-node profile of the training steps
+#      (bench/w_gpu_profile.py), then the convnet demo.
 # Kernels are built for this machine's GPUs only (nvcc.archs=native, several
 # times faster to compile than the five common architectures).  Each step's
 # output goes to LOG_DIR (default gpu-check-logs) and a summary of exit codes
-# to LOG_DIR/summary.txt: eight files in all.
+# to LOG_DIR/summary.txt: nine files in all.
 set -u
 LOG_DIR=${1:-gpu-check-logs}
 TEST_SECONDS=${2:-200}
@@ -60,5 +61,6 @@ TIMEOUT_PLUGIN=()
 step tests_gpu "$TEST_SECONDS" env SYMGRAPH_TEST_DEVICE=gpu "$PY" -m pytest -v -rfEs --tb=short \
     -m gpu -n "$(nproc)" -p no:cacheprovider "${TIMEOUT_PLUGIN[@]}" --durations=15 tests/gpu
 step bench_gpu 100 "$PY" bench/w_gpu.py --quick
+step profile_gpu 60 bash -c 'cd bench && '"$PY"' w_gpu_profile.py'
 step demo_convnet 60 env SYMGRAPH_FLAGS="$GPU_FLAGS" "$PY" examples/convnet_demo.py
 cat "$SUMMARY"

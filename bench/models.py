@@ -198,13 +198,14 @@ class TheanoLike:
 
 # ------------------------------------------------------------------ PyTorch
 
-def torch_mlp_step(torch, params, compiled=False):
+def torch_mlp_step(torch, params, compiled=False, device=None):
     """A PyTorch MLP step ``step(x, y) -> cost`` updating its parameters in place.
 
     With ``compiled`` the forward and loss go through ``torch.compile`` (its
     backward is then compiled by AOTAutograd); the SGD update is a foreach op.
+    ``device`` places the parameters (the CPU by default).
     """
-    ps = [torch.tensor(p, requires_grad=True) for p in params]
+    ps = [torch.tensor(p, requires_grad=True, device=device) for p in params]
 
     def loss_fn(x, y):
         h = x

@@ -72,7 +72,14 @@ inline const char *take_failure() {
     } while (0)
 #else
 #include <cuda_runtime.h>
-#define SG_LAUNCH(k, grid, block, shmem, ...) k<<<(grid), (block), (shmem)>>>(__VA_ARGS__)
+/* cudaGetLastError first: the runtime's error state is per thread and kept
+ * until read, so an error that another caller of the runtime left (a
+ * library's probe, say) would otherwise be reported as this launch's. */
+#define SG_LAUNCH(k, grid, block, shmem, ...)                                           \
+    do {                                                                                \
+        (void)cudaGetLastError();                                                       \
+        k<<<(grid), (block), (shmem)>>>(__VA_ARGS__);                                   \
+    } while (0)
 #define SG_CUDA_CHECK(err, what)                                                        \
     do {                                                                                \
         cudaError_t sg_e_ = cudaGetLastError();                                         \

@@ -173,44 +173,60 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
     return CKernel(source=source, support=(_BLOCK_REDUCE,), version=1)
 
 
+#: Device code of the targets' check: each row's target normalized into
+#: ``targets`` (int64), and the first row whose target is out of range
+#: (atomicMin) in ``bad``, which starts at ``rows``.
+_TARGETS_KERNEL = """
+__global__ void SG_FN(targets)(int64_t rows, int64_t cols, const TARGET *y, int64_t ys,
+                               int64_t *targets, unsigned long long *bad) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows;
+         i += (int64_t)blockDim.x * gridDim.x) {
+        const TARGET raw = y[i * ys];
+        const int64_t t = (int64_t)raw;
+        const bool out = TARGET_UNSIGNED ? (uint64_t)raw >= (uint64_t)cols
+                                         : (t < -cols || t >= cols);
+        if (out) atomicMin(bad, (unsigned long long)i);
+        targets[i] = out ? 0 : (t < 0 ? t + cols : t);
+    }
+}
+"""
+
+
 def _targets_code(target_input, rows_expr, cols_expr, name):
-    """Host C: copy the targets to the host, check them as the CPU does, and put
-    the normalized int64 indices on the device in ``targets``."""
+    """Host C: check the targets on the device as the CPU does and put the
+    normalized int64 indices in device scratch (``targets``).  One small read
+    back (the first bad row, if any) is the only wait: the targets are never
+    copied to the host, which row by row cost a synchronizing copy per row."""
     return f"""    const sg_array *y = &in[{target_input}];
     const int64_t rows = {rows_expr}, cols = {cols_expr};
     if (y->shape[0] != rows)
         SG_FAIL(err, SG_ERR_VALUE, "{name}: the targets have %lld entries but there are "
                 "%lld rows", (long long)y->shape[0], (long long)rows);
-    int64_t *host = (int64_t *)malloc((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t));
-    char *raw = (char *)malloc((size_t)(rows > 0 ? rows : 1) * (size_t)TARGET_SIZE);
-    if (host == NULL || raw == NULL) {{
-        free(host); free(raw);
-        SG_FAIL(err, SG_ERR_MEMORY, "no host memory for the targets");
-    }}
-    for (int64_t i = 0; i < rows; i++)
-        cudaMemcpy(raw + i * TARGET_SIZE, y->data + i * y->strides[0], TARGET_SIZE,
-                   cudaMemcpyDeviceToHost);
-    for (int64_t i = 0; i < rows; i++) {{
-        int64_t t = (int64_t)((const TARGET *)raw)[i];
-        if ((TARGET_UNSIGNED && (uint64_t)((const TARGET *)raw)[i] >= (uint64_t)cols) ||
-            (!TARGET_UNSIGNED && (t < -cols || t >= cols))) {{
-            free(host); free(raw);
-            SG_FAIL(err, SG_ERR_INDEX, "{name}: target index %lld in row %lld is out of "
-                    "range for %lld classes", (long long)t, (long long)i, (long long)cols);
-        }}
-        host[i] = t < 0 ? t + cols : t;
-    }}
-    free(raw);
     size_t targets_size = 0;
-    int64_t *targets = (int64_t *)sg_cu_scratch((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t),
+    /* rows targets, then the first bad row */
+    int64_t *targets = (int64_t *)sg_cu_scratch((size_t)(rows + 1) * sizeof(int64_t),
                                                 &targets_size);
-    if (targets == NULL) {{
-        free(host);
+    if (targets == NULL)
         SG_FAIL(err, SG_ERR_MEMORY, "{name}: no device memory for %lld targets",
                 (long long)rows);
+    if (rows > 0) {{
+        unsigned long long *bad = (unsigned long long *)(targets + rows), first = rows;
+        int64_t tblocks = (rows + {BLOCK} - 1) / {BLOCK};
+        if (tblocks > 1024) tblocks = 1024;
+        cudaMemcpy(bad, &first, sizeof first, cudaMemcpyHostToDevice);
+        SG_LAUNCH(SG_FN(targets), (unsigned)tblocks, {BLOCK}, 0, rows, cols,
+                  (const TARGET *)y->data, y->strides[0] / (int64_t)TARGET_SIZE, targets, bad);
+        cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost);
+        if (first < (unsigned long long)rows) {{
+            TARGET raw;
+            cudaMemcpy(&raw, y->data + (int64_t)first * y->strides[0], TARGET_SIZE,
+                       cudaMemcpyDeviceToHost);
+            sg_cu_scratch_release(targets, targets_size);
+            SG_FAIL(err, SG_ERR_INDEX, "{name}: target index %lld in row %lld is out of "
+                    "range for %lld classes", TARGET_UNSIGNED ? (long long)(uint64_t)raw
+                    : (long long)raw, (long long)first, (long long)cols);
+        }}
     }}
-    cudaMemcpy(targets, host, (size_t)rows * sizeof(int64_t), cudaMemcpyHostToDevice);
-    free(host);
 """
 
 
@@ -229,7 +245,8 @@ def xent_lowering(op, node):
         return None
     dtype = str(node.outputs[1].dtype)
     name = c_string(op, printf=True, limit=80)
-    source = _header(dtype, f"the device {op}") + _target_macros(node, 1) + f"""
+    source = _header(dtype, f"the device {op}") + _target_macros(node, 1) + \
+        _TARGETS_KERNEL + f"""
 __global__ void SG_FN(kernel)(int64_t rows, int64_t cols, const T *x, int64_t s0, int64_t s1,
                               const int64_t *targets, T *nll, T *sm) {{
     __shared__ ACC scratch[{BLOCK}];
@@ -263,7 +280,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 }}
 """ + _TARGET_FOOTER + _FOOTER
     return CKernel(source=source, support=(_BLOCK_REDUCE, scratch.SUPPORT),
-                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=2)
+                   headers=("<stdlib.h>",), symbols=scratch.SYMBOLS, version=3)
 
 
 def xent_grad_lowering(op, node):
@@ -272,7 +289,8 @@ def xent_grad_lowering(op, node):
         return None
     dtype = str(node.outputs[0].dtype)
     name = c_string(op, printf=True, limit=80)
-    source = _header(dtype, f"the device {op}") + _target_macros(node, 2) + f"""
+    source = _header(dtype, f"the device {op}") + _target_macros(node, 2) + \
+        _TARGETS_KERNEL + f"""
 __global__ void SG_FN(kernel)(int64_t rows, int64_t cols, const T *dnll, int64_t g0,
                               const T *sm, int64_t m0, int64_t m1, const int64_t *targets,
                               T *out) {{
@@ -303,4 +321,4 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 }}
 """ + _TARGET_FOOTER + _FOOTER
     return CKernel(source=source, support=(scratch.SUPPORT,), headers=("<stdlib.h>",),
-                   symbols=scratch.SYMBOLS, version=2)
+                   symbols=scratch.SYMBOLS, version=3)
