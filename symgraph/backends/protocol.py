@@ -93,6 +93,11 @@ class Backend(abc.ABC):
     def prepare_process(self, openmp=False):
         """Process-wide set-up before a library is loaded (e.g. the OpenMP runtime)."""
 
+    def keeps_libraries_loaded(self):
+        """True when this backend's libraries must never be unloaded once loaded
+        (``RTLD_NODELETE``); by default a library goes with its last program."""
+        return False
+
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"
 

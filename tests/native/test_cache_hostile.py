@@ -418,3 +418,31 @@ def test_deleted_functions_leave_no_library_mapped_nor_op_alive(root):
     # a library unloaded is loaded again when a function needs it
     f = symgraph.function([x], T.exp(x) * 3.5 + T.tanh(x).sum() * 3)
     np.testing.assert_allclose(f(VALUE), np.exp(VALUE) * 3.5 + np.tanh(VALUE).sum() * 3)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
+def test_a_backend_that_keeps_its_libraries_loaded_never_unloads_them(root, monkeypatch):
+    # CUDA on a GPU: unloading a library unregisters its kernels, and a
+    # library loaded later at the same address failed its launches
+    import gc
+
+    from symgraph.backends.cpu.backend import CpuBackend
+
+    monkeypatch.setattr(CpuBackend, "keeps_libraries_loaded", lambda self: True)
+    x = T.dmatrix("x")
+    f = symgraph.function([x], T.exp(x) * 7.25 + 0.5)
+    np.testing.assert_allclose(f(VALUE), np.exp(VALUE) * 7.25 + 0.5)
+    mapped = _mapped_libraries(root)
+    assert mapped
+    del f
+    gc.collect()
+    assert _mapped_libraries(root) >= mapped
+
+
+def test_cuda_keeps_its_libraries_loaded_on_a_gpu_only(monkeypatch):
+    from symgraph.backends.cuda import backend as cuda_backend
+
+    monkeypatch.setattr(cuda_backend, "_emulated", lambda: False)
+    assert cuda_backend.CudaBackend().keeps_libraries_loaded()
+    monkeypatch.setattr(cuda_backend, "_emulated", lambda: True)
+    assert not cuda_backend.CudaBackend().keeps_libraries_loaded()

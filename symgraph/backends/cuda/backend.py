@@ -94,6 +94,13 @@ class CudaBackend(Backend):
                 return False
         return compiler.nvcc_path() is not None and _device_count() > 0
 
+    def keeps_libraries_loaded(self):
+        """On a GPU, yes: unloading a library unregisters its kernels from the
+        CUDA runtime, and a library loaded later at the same address then
+        failed its launches with 'named symbol not found' (seen on an H100).
+        The emulated device's libraries are plain host code and may go."""
+        return not _emulated()
+
     def key_parts(self, openmp=False):
         if _emulated():
             return {"cuda": "emulated", "compiler": _cxx_version(),

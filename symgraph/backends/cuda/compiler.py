@@ -174,8 +174,8 @@ def build_nvcc(source, out_path, what="CUDA kernels", include_dirs=()):
     lib_dir = cuda_root() / "lib64"
     command = [_nvcc_or_fail(), "-shared", "-Xcompiler", "-fPIC", "-O3", "-Werror",
                "all-warnings", "-cudart", "shared", "-Xlinker", f"-rpath={lib_dir}",
-               *HOST_FLAGS, "-I", C_SRC, *_includes(include_dirs), *_gencode(), *_nvcc_flags(), "-x", "cu",
-               src, "-o", out_path]
+               *HOST_FLAGS, "-I", C_SRC, *_includes(include_dirs), *_gencode(), *_nvcc_flags(),
+               "-x", "cu", src, "-o", out_path]
     _run(command, what, src)
 
 

@@ -125,13 +125,16 @@ class KernelLibrary:
     Opened with ``dlopen`` itself rather than ``ctypes.CDLL``, which makes a
     class per library and caches an object per symbol looked up: a process
     that makes thousands of functions keeps none of that.  The library is
-    unloaded when the last program using it (``NativeProgram.libraries``) goes.
-    ``_handle`` is the attribute ``ctypes`` reads in ``in_dll``.
+    unloaded when the last program using it (``NativeProgram.libraries``) goes,
+    unless ``keep_loaded`` (``RTLD_NODELETE``: the backend's
+    ``keeps_libraries_loaded``).  ``_handle`` is the attribute ``ctypes`` reads
+    in ``in_dll``.
     """
 
-    def __init__(self, key, path):
+    def __init__(self, key, path, keep_loaded=False):
         self.key = key
-        self._handle = _ctypes.dlopen(path, os.RTLD_NOW | os.RTLD_LOCAL)
+        mode = os.RTLD_NOW | os.RTLD_LOCAL | (os.RTLD_NODELETE if keep_loaded else 0)
+        self._handle = _ctypes.dlopen(path, mode)
         address = self.address(MANIFEST_SYMBOL)
         if address is None:  # not a kernel library of this version
             self.manifest = {}
@@ -172,10 +175,12 @@ class LoadedLibraries:
         where = (str(cache.root), lib_key)
         lib = self.libs.get(where)
         if lib is None:
+            backend = backend or get_backend()
             # before the OpenMP runtime is first loaded
-            (backend or get_backend()).prepare_process(openmp=openmp)
+            backend.prepare_process(openmp=openmp)
+            keep = backend.keeps_libraries_loaded()
             lib = cache.load(lib_key, build_fn, what=what,
-                             loader=lambda path: KernelLibrary(lib_key, path))
+                             loader=lambda path: KernelLibrary(lib_key, path, keep_loaded=keep))
             if lib is None:
                 return None
             if openmp:
