@@ -61,6 +61,6 @@ TIMEOUT_PLUGIN=()
 step tests_gpu "$TEST_SECONDS" env SYMGRAPH_TEST_DEVICE=gpu "$PY" -m pytest -v -rfEs --tb=short \
     -m gpu -n "$(nproc)" -p no:cacheprovider "${TIMEOUT_PLUGIN[@]}" --durations=15 tests/gpu
 step bench_gpu 100 "$PY" bench/w_gpu.py --quick
-step profile_gpu 60 bash -c 'cd bench && '"$PY"' w_gpu_profile.py'
+step profile_gpu 60 "$PY" bench/w_gpu_profile.py
 step demo_convnet 60 env SYMGRAPH_FLAGS="$GPU_FLAGS" "$PY" examples/convnet_demo.py
 cat "$SUMMARY"
