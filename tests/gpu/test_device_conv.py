@@ -21,6 +21,9 @@ CASES_2D = [
     ((2, 4, 8, 7), (6, 2, 3, 2), {"num_groups": 2, "border_mode": (1, 2)}),
     ((2, 2, 11, 10), (3, 2, 3, 3), {"filter_dilation": (2, 3), "filter_flip": False}),
     ((1, 1, 3, 3), (2, 1, 1, 1), {"subsample": (2, 2)}),
+    # the filter gradient's sum longer than a block: each thread's positions
+    # step through the batch and both output axes with carries
+    ((7, 2, 19, 23), (3, 2, 3, 4), {"subsample": (2, 1), "border_mode": (1, 0)}),
 ]
 
 
