@@ -158,8 +158,9 @@ HOST_FLAGS = ("-Xcompiler", "-Wno-format-truncation")
 #: What the cross-compile check adds: the host settings that some
 #: distributions' GCC applies by default (Ubuntu's: _FORTIFY_SOURCE, which
 #: brings warnings of its own), so a check here fails where a build there
-#: would.
-CHECK_HOST_FLAGS = ("-Xcompiler", "-D_FORTIFY_SOURCE=2")
+#: would.  Undefined first: where the compiler defines it already, defining
+#: it again would be a warning of its own.
+CHECK_HOST_FLAGS = ("-Xcompiler", "-U_FORTIFY_SOURCE,-D_FORTIFY_SOURCE=2")
 
 
 def build_nvcc(source, out_path, what="CUDA kernels", include_dirs=()):
