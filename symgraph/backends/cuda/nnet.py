@@ -175,7 +175,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 
 #: Device code of the targets' check: each row's target normalized into
 #: ``targets`` (int64), and the first row whose target is out of range
-#: (atomicMin) in ``bad``, which starts at ``rows``.
+#: (atomicMin) in ``bad``, which starts with every bit set.
 _TARGETS_KERNEL = """
 __global__ void SG_FN(targets)(int64_t rows, int64_t cols, const TARGET *y, int64_t ys,
                                int64_t *targets, unsigned long long *bad) {
@@ -210,10 +210,12 @@ def _targets_code(target_input, rows_expr, cols_expr, name):
         SG_FAIL(err, SG_ERR_MEMORY, "{name}: no device memory for %lld targets",
                 (long long)rows);
     if (rows > 0) {{
-        unsigned long long *bad = (unsigned long long *)(targets + rows), first = rows;
+        unsigned long long *bad = (unsigned long long *)(targets + rows), first = 0;
         int64_t tblocks = (rows + {BLOCK} - 1) / {BLOCK};
         if (tblocks > 1024) tblocks = 1024;
-        cudaMemcpy(bad, &first, sizeof first, cudaMemcpyHostToDevice);
+        /* all bits set: no bad row yet (a memset queues; a copy from the host
+         * would wait for the device) */
+        cudaMemset(bad, 0xff, sizeof first);
         SG_LAUNCH(SG_FN(targets), (unsigned)tblocks, {BLOCK}, 0, rows, cols,
                   (const TARGET *)y->data, y->strides[0] / (int64_t)TARGET_SIZE, targets, bad);
         cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost);
