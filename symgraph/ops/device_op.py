@@ -13,6 +13,9 @@ from symgraph.tensor.gpu_type import GpuArrayType, is_device_array, to_device, t
 
 __all__ = ["OnDevice"]
 
+#: The ops whose device kernels write into the input their destroy map names.
+_WRITES_IN_PLACE = ("Gemm", "Gemv", "Ger")
+
 
 class OnDevice(Op):
     """``op`` computed in the memory of the device ``context_name``.
@@ -28,8 +31,12 @@ class OnDevice(Op):
         self.context_name = context_name
         self.host_inputs = tuple(sorted(host_inputs))
         # A view on the host is a view on the device (the kernel describes the
-        # same memory); device kernels never write in place, so no destroy_map.
+        # same memory).  Of the ops that overwrite an input, the device
+        # kernels of the BLAS updates do so (z): their destroy map holds; any
+        # other makes a new output on the device, so it declares none.
         self.view_map = dict(getattr(op, "view_map", None) or {})
+        if type(op).__name__ in _WRITES_IN_PLACE and getattr(op, "inplace", False):
+            self.destroy_map = dict(op.destroy_map)
 
     def make_node(self, *inputs):
         for position, var in enumerate(inputs):

@@ -96,7 +96,8 @@ def _incsubtensor_build(node, pattern):
 def _blas_update_candidates(node):
     from symgraph.ops.gemm import Gemm, Gemv, Ger
 
-    if type(node.op) not in (Gemm, Gemv, Ger) or node.op.inplace:
+    op = _device_inner(node.op)
+    if type(op) not in (Gemm, Gemv, Ger) or op.inplace:
         return None
     # The result has z's type (make_node takes z's dtype, and z must have the
     # result's shape at run time), so z's buffer always fits it.
@@ -104,7 +105,20 @@ def _blas_update_candidates(node):
 
 
 def _blas_update_build(node, pattern):
-    return type(node.op)(inplace=True)(*node.inputs)
+    from symgraph.ops.device_op import OnDevice
+
+    op = node.op
+    if isinstance(op, OnDevice):     # the device's kernels write z in place too
+        return OnDevice(type(op.op)(inplace=True), op.context_name,
+                        op.host_inputs)(*node.inputs)
+    return type(op)(inplace=True)(*node.inputs)
+
+
+def _device_inner(op):
+    """The op a device node wraps, or ``op`` itself."""
+    from symgraph.ops.device_op import OnDevice
+
+    return op.op if isinstance(op, OnDevice) else op
 
 
 # name -> (candidates(node) -> [(output, [inputs it could overwrite])] or None,

@@ -165,3 +165,65 @@ def test_sgd_updates_of_device_shared_variables_become_gemms_as_on_the_cpu(rng):
     for _ in range(3):
         np.testing.assert_allclose(float(dev(data)), float(cpu(data)), rtol=1e-4)
     np.testing.assert_allclose(dW1.get_value(), cW1.get_value(), rtol=1e-4, atol=1e-6)
+
+
+def _data_pointer(shared_var):
+    value = shared_var.get_value(borrow=True, return_internal_type=True)
+    return value.__cuda_array_interface__["data"][0]
+
+
+def test_sgd_updates_write_into_the_weights_buffer_as_on_the_cpu(rng):
+    # The inplace phase gives the update's Gemm the weight's buffer on the
+    # device too: no copy of the weights per step, the same values as the CPU.
+    def step(flags):
+        with symgraph.config.change_flags(**flags):
+            W = symgraph.shared(np.random.default_rng(1).standard_normal((7, 5)).astype("f"),
+                                name="W")
+            x = T.fmatrix("x")
+            cost = T.sum(T.tanh(T.dot(x, W)) ** 2)
+            f = symgraph.function([x], cost, updates=[(W, W - np.float32(0.05) *
+                                                       T.grad(cost, W))])
+        return f, W
+
+    dev, dW = step(DEVICE)
+    cpu, cW = step({"device": "cpu"})
+    gemms = [n for n in dev.maker.fgraph.toposort()
+             if isinstance(n.op, OnDevice) and type(n.op.op).__name__ == "Gemm"]
+    assert len(gemms) == 1 and gemms[0].op.op.inplace
+    assert gemms[0].op.destroy_map == {0: [0]} and "GpuGemm{inplace}" in str(gemms[0].op)
+    before = _data_pointer(dW)
+    data = rng.standard_normal((9, 7)).astype("f")
+    for _ in range(3):
+        np.testing.assert_allclose(float(dev(data)), float(cpu(data)), rtol=1e-4)
+    np.testing.assert_allclose(dW.get_value(), cW.get_value(), rtol=1e-4, atol=1e-6)
+    assert _data_pointer(dW) == before
+
+
+@pytest.mark.parametrize("cublas", [True, False])
+def test_in_place_updates_of_every_layout_match_the_cpu(rng, cublas):
+    # z as a transposed or strided view of a device intermediate: the result
+    # goes through a scratch and is copied back into z's own strides
+    from symgraph.ops.gemm import gemm, gemv, ger
+
+    m, x, y = T.fmatrices("m", "x", "y")
+    v, u = T.fvectors("v", "u")
+    a, b = T.fscalars("a", "b")
+    cases = [
+        gemm(m + 0, a, x, y, b, inplace=True),            # row-major z: where it lies
+        gemm((m * 2).T, a, y.T, x.T, b, inplace=True),     # z a transposed view
+        gemv((v + 1)[::2], a, x, u, b, inplace=True),      # z a strided vector
+        ger((m - 1)[:, ::-1], a, v[::2], u[:4], inplace=True),   # z a reversed view
+    ]
+    inputs = [m, x, y, v, u, a, b]
+    flags = dict(DEVICE, **{"gpu.cublas": cublas})
+    with symgraph.config.change_flags(**flags):
+        dev = symgraph.function(inputs, cases)
+    cpu = symgraph.function(inputs, cases, mode="FAST_RUN")
+    placed = [n.op for n in dev.maker.fgraph.toposort() if isinstance(n.op, OnDevice)
+              and type(n.op.op).__name__ in ("Gemm", "Gemv", "Ger")]
+    assert len(placed) == 4 and all(op.destroy_map == {0: [0]} for op in placed)
+    args = [rng.standard_normal((6, 4)).astype("f"), rng.standard_normal((6, 5)).astype("f"),
+            rng.standard_normal((5, 4)).astype("f"), rng.standard_normal(12).astype("f"),
+            rng.standard_normal(5).astype("f"), np.float32(0.7), np.float32(-1.5)]
+    for got, want in zip(dev(*args), cpu(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -6,16 +6,19 @@ there, and the fallback on a GPU without cuBLAS.  One kernel serves every op:
 ``out = alpha * A @ B (+ C, scaled by beta)``, with each operand read through
 its strides (a vector is a matrix with a zero stride; a transposed view is
 just other strides), tiles of TILE x TILE staged in shared memory, and the
-dot products accumulated in the compute type.  Device nodes never write in
-place (``OnDevice`` declares no destroy map), so ``Gemm`` makes a new output.
+dot products accumulated in the compute type.  ``Gemm``, ``Gemv`` and
+``Ger`` with ``inplace=True`` (the ``inplace`` phase's choice, which
+``OnDevice`` declares) write into ``z`` itself: a row-major ``z`` where it lies,
+any other through a contiguous scratch copied back.
 """
 
 from symgraph.backends.c_family.c_files import c_file
 from symgraph.backends.c_family.c_text import c_string
 from symgraph.backends.c_family.c_types import c_compute_type
 from symgraph.backends.cuda.types import storage_type
+from symgraph.backends.cuda import scratch
 from symgraph.backends.cuda.shape import COPY_SUPPORT, SHAPE_STR
-from symgraph.backends.native.kernel import CKernel
+from symgraph.backends.native.kernel import COMPUTE, INPLACE, CKernel
 
 __all__ = ["TILE", "blas_reason", "dot_lowering", "blas_update_lowering",
            "batched_dot_lowering"]
@@ -96,7 +99,7 @@ def cublas_table_address():
     return fn() or 0
 
 
-def _kernel(node, run, what):
+def _kernel(node, run, what, inplace=False):
     from symgraph.config import config
 
     dtype = str(node.outputs[0].dtype)
@@ -108,11 +111,17 @@ def _kernel(node, run, what):
               f"#define SG_CU_BLAS {int(blas)}\n")
     source = (header + _KERNEL + run +
               "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n#undef SG_CU_BLAS\n")
-    if not blas:
-        return CKernel(source=source, support=shape_str, headers=("<stdio.h>",), version=3)
-    return CKernel(source=source, support=(COPY_SUPPORT, _CUBLAS_CALL) + shape_str,
-                   headers=('"cuda/sg_cublas_api.h"', "<stdio.h>"),
-                   symbols=(("sg_cu_blas", cublas_table_address),), version=3)
+    support, symbols = shape_str, ()
+    if inplace:
+        support += (COPY_SUPPORT, _ROW_MAJOR, scratch.SUPPORT)
+        symbols += scratch.SYMBOLS
+    if blas:
+        support = (COPY_SUPPORT, _CUBLAS_CALL) + support
+        symbols += (("sg_cu_blas", cublas_table_address),)
+    alias = {"kind": INPLACE, "inplace_of": (0,)} if inplace else {"kind": COMPUTE}
+    return CKernel(source=source, support=tuple(dict.fromkeys(support)),
+                   headers=('"cuda/sg_cublas_api.h"', "<stdio.h>") if blas else ("<stdio.h>",),
+                   symbols=symbols, version=4, **alias)
 
 
 # (rows, columns, row stride, column stride) of an operand, in elements:
@@ -158,7 +167,7 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 
 def blas_update_lowering(op, node):
     """CUDA of Gemm (z*b + a*x@y), Gemv (z*b + a*A@x) and Ger (z + a*outer(x, y)),
-    into a new output."""
+    into a new output, or into ``z`` when ``op.inplace``."""
     if blas_reason(node) is not None:
         return None
     kind = type(op).__name__
@@ -173,6 +182,27 @@ def blas_update_lowering(op, node):
         return None
     dims = [f"in[0].shape[{d}]" for d in range(node.outputs[0].ndim)]
     shapes = "\n".join(f"    out_shapes[{k}] = {d};" for k, d in enumerate(dims))
+    launch = (f"SG_FN(launch)({a[0]}, {b[1]}, {a[1]}, (const T *)in[2].data, {a[2]}, {a[3]}, "
+              f"(const T *)in[3].data, {b[2]}, {b[3]}, (const T *)in[0].data, {c[2]}, "
+              f"{c[3]}, (const T *){alpha}, (const T *){beta}, o, err)")
+    if not op.inplace:
+        body = f"    T *o = (T *)out[0].data;\n    return {launch};\n"
+    else:
+        # out[0] is z: each element of the result is read from z and written
+        # back by one thread, so a row-major z is written where it lies
+        body = f"""    if (sg_cu_row_major(&out[0], (int64_t)sizeof(T))) {{
+        T *o = (T *)out[0].data;
+        return {launch};
+    }}
+    size_t bytes = 0;
+    T *o = (T *)sg_cu_scratch((size_t)sg_size(&out[0]) * sizeof(T), &bytes);
+    if (o == NULL)
+        SG_FAIL(err, SG_ERR_MEMORY, "%s: no device memory for the result", WHAT);
+    int rc = {launch};
+    if (rc == 0) rc = sg_cu_copy_into(&out[0], (const char *)o, (int64_t)sizeof(T), err);
+    sg_cu_scratch_release(o, bytes);
+    return rc;
+"""
     run = f"""
 int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
 {_update_checks(kind)}{shapes}
@@ -180,13 +210,22 @@ int SG_FN(shape)(const sg_array *in, int64_t *out_shapes, sg_error *err) {{
 }}
 
 int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
-    return SG_FN(launch)({a[0]}, {b[1]}, {a[1]}, (const T *)in[2].data, {a[2]}, {a[3]},
-                         (const T *)in[3].data, {b[2]}, {b[3]}, (const T *)in[0].data,
-                         {c[2]}, {c[3]}, (const T *){alpha}, (const T *){beta},
-                         (T *)out[0].data, err);
-}}
+{body}}}
 """
-    return _kernel(node, run, f"the device {kind}")
+    return _kernel(node, run, f"the device {kind}", inplace=op.inplace)
+
+
+#: Support code: is an array laid out row-major (its own shape, no gaps)?
+_ROW_MAJOR = ("sg_cuda_row_major_v1", """
+static inline int sg_cu_row_major(const sg_array *a, int64_t item) {
+    int64_t want = item;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != want) return 0;
+        want *= a->shape[d];
+    }
+    return 1;
+}
+""")
 
 
 def _operand(i, first, ndim_core, vector_as):
