@@ -68,6 +68,16 @@ def debug_check(node, inputs, outputs, vm=None):
 debug_check.needs_input_copies = True
 
 
+def _copy(value):
+    """A copy of an array value (host or device), so that a node that
+    overwrites its input in place cannot change what ``perform`` reads."""
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    from symgraph.tensor.gpu_type import is_device_array
+
+    return value.copy() if is_device_array(value) else value
+
+
 class _CopiesHolder:
     """What the VM checks read (``input_copies``), for checks run by the runtime."""
 
@@ -85,8 +95,7 @@ def check_steps(checks):
         n_in = len(node.inputs)
 
         def before(*inputs):
-            holder.input_copies = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v
-                                   for v in inputs]
+            holder.input_copies = [_copy(v) for v in inputs]
             return ()
 
         def after(*values):
@@ -106,8 +115,7 @@ def check_steps(checks):
 def compare_with_perform(node, input_copies, outputs):
     """DebugMode: the node's (native) outputs equal its Python perform's."""
     storage = [[None] for _ in node.outputs]
-    node.op.perform(node, [np.array(v, copy=True) if isinstance(v, np.ndarray) else v
-                           for v in input_copies], storage)
+    node.op.perform(node, [_copy(v) for v in input_copies], storage)
     for k, (var, cell, got) in enumerate(zip(node.outputs, storage, outputs)):
         if not var.type.values_eq_approx(cell[0], got):
             from symgraph.compile.errors import node_origin
