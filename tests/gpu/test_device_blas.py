@@ -227,3 +227,16 @@ def test_in_place_updates_of_every_layout_match_the_cpu(rng, cublas):
             rng.standard_normal(5).astype("f"), np.float32(0.7), np.float32(-1.5)]
     for got, want in zip(dev(*args), cpu(*args)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_debugmode_compares_in_place_device_updates_on_their_inputs_before(rng):
+    # DebugMode runs each node natively, then its perform on copies of the
+    # inputs taken before: a device input written in place must be copied too
+    from symgraph.ops.gemm import gemm
+
+    z, x, y = T.fmatrices("z", "x", "y")
+    out = gemm(z * 1.5, np.float32(0.5), x, y, np.float32(2.0), inplace=True)
+    with symgraph.config.change_flags(**DEVICE, mode="DebugMode"):
+        f = symgraph.function([z, x, y], out)
+    a, b, c = (rng.standard_normal(s).astype("f") for s in ((3, 4), (3, 5), (5, 4)))
+    np.testing.assert_allclose(f(a, b, c), 2 * (a * 1.5) + 0.5 * (b @ c), rtol=1e-5)
