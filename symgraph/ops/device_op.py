@@ -13,8 +13,14 @@ from symgraph.tensor.gpu_type import GpuArrayType, is_device_array, to_device, t
 
 __all__ = ["OnDevice"]
 
-#: The ops whose device kernels write into the input their destroy map names.
-_WRITES_IN_PLACE = ("Gemm", "Gemv", "Ger")
+
+
+def _writes_in_place(op):
+    """True for the ops whose device kernels write into the input their
+    destroy map names: Gemm, Gemv and Ger with ``inplace=True``."""
+    from symgraph.ops.gemm import Gemm, Gemv, Ger
+
+    return type(op) in (Gemm, Gemv, Ger) and op.inplace
 
 
 class OnDevice(Op):
@@ -35,7 +41,7 @@ class OnDevice(Op):
         # kernels of the BLAS updates do so (z): their destroy map holds; any
         # other makes a new output on the device, so it declares none.
         self.view_map = dict(getattr(op, "view_map", None) or {})
-        if type(op).__name__ in _WRITES_IN_PLACE and getattr(op, "inplace", False):
+        if _writes_in_place(op):
             self.destroy_map = dict(op.destroy_map)
 
     def make_node(self, *inputs):

@@ -218,7 +218,8 @@ def _targets_code(target_input, rows_expr, cols_expr, name):
         cudaMemset(bad, 0xff, sizeof first);
         SG_LAUNCH(SG_FN(targets), (unsigned)tblocks, {BLOCK}, 0, rows, cols,
                   (const TARGET *)y->data, y->strides[0] / (int64_t)TARGET_SIZE, targets, bad);
-        const cudaError_t read = cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost);
+        const cudaError_t read = cudaMemcpy(&first, bad, sizeof first,
+                                            cudaMemcpyDeviceToHost);
         if (read != cudaSuccess) {{
             sg_cu_scratch_release(targets, targets_size);
             SG_FAIL(err, SG_ERR_RUNTIME, "{name}: checking the targets failed on the device: "
