@@ -113,7 +113,7 @@ def _kernel(node, run, what, inplace=False):
               "\n#undef T\n#undef ACC\n#undef TILE\n#undef WHAT\n#undef SG_CU_BLAS\n")
     support, symbols = shape_str, ()
     if inplace:
-        support += (COPY_SUPPORT, _ROW_MAJOR, scratch.SUPPORT)
+        support += (COPY_SUPPORT, scratch.SUPPORT)
         symbols += scratch.SYMBOLS
     if blas:
         support = (COPY_SUPPORT, _CUBLAS_CALL) + support
@@ -190,7 +190,7 @@ def blas_update_lowering(op, node):
     else:
         # out[0] is z: each element of the result is read from z and written
         # back by one thread, so a row-major z is written where it lies
-        body = f"""    if (sg_cu_row_major(&out[0], (int64_t)sizeof(T))) {{
+        body = f"""    if (sg_is_c_contiguous(&out[0], (int64_t)sizeof(T))) {{
         T *o = (T *)out[0].data;
         return {launch};
     }}
@@ -213,19 +213,6 @@ int SG_FN(run)(const sg_array *in, sg_array *out, sg_error *err) {{
 {body}}}
 """
     return _kernel(node, run, f"the device {kind}", inplace=op.inplace)
-
-
-#: Support code: is an array laid out row-major (its own shape, no gaps)?
-_ROW_MAJOR = ("sg_cuda_row_major_v1", """
-static inline int sg_cu_row_major(const sg_array *a, int64_t item) {
-    int64_t want = item;
-    for (int d = a->ndim - 1; d >= 0; d--) {
-        if (a->shape[d] != 1 && a->strides[d] != want) return 0;
-        want *= a->shape[d];
-    }
-    return 1;
-}
-""")
 
 
 def _operand(i, first, ndim_core, vector_as):
