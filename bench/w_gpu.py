@@ -34,6 +34,18 @@ def _device_flags(real):
     return {"device": "cuda", "gpu.emulate": not real, "floatX": "float32"}
 
 
+def device_step(graph, params, batch, real, **flags):
+    """A training step compiled on the device (or the emulated one): ``graph``
+    (``params -> (inputs, cost, updates)``) with its inputs given by shared
+    variables holding ``batch``, so the data stays on the device."""
+    import symgraph
+
+    with symgraph.config.change_flags(dict(_device_flags(real), **flags)):
+        inputs, cost, updates = graph(params)
+        shared = [symgraph.shared(v, name=n) for v, n in zip(batch, ("x", "y"))]
+        return symgraph.function([], cost, updates=updates, givens=dict(zip(inputs, shared)))
+
+
 def _sync_call(f):
     import symgraph.gpu
 
@@ -150,18 +162,12 @@ def g2(ctx, real, rows_, cols):
 
 def g3(ctx, real):
     """The MLP training step, data on the device."""
-    import symgraph
-
     params, (x, y) = mlp_params(), mlp_batch()
     if not real:
         x, y = x[:16], y[:16]
     ref = TheanoLike("symgraph")
     cpu_cost = float(ref.w4(params)(x, y))
-    with symgraph.config.change_flags(_device_flags(real)):
-        lib = TheanoLike("symgraph")
-        inputs, cost, updates = lib.mlp_graph(params)
-        xs, ys = symgraph.shared(x, name="x"), symgraph.shared(y, name="y")
-        step = symgraph.function([], cost, updates=updates, givens=dict(zip(inputs, [xs, ys])))
+    step = device_step(TheanoLike("symgraph").mlp_graph, params, (x, y), real)
     label = "G3 MLP step (batch %d)" % (MLP_BATCH if real else 16)
     row = _row(ctx, label, np.isclose(float(step()), cpu_cost, rtol=1e-4))
     if not real:
@@ -187,15 +193,10 @@ def g3(ctx, real):
 
 def g4(ctx, real):
     """The convnet training step (W5's model), data on the device."""
-    import symgraph
-
     params, (x, y) = convnet_params(), convnet_batch()     # the batch size is in the graph
     conv = SymgraphConv()
     cpu_cost = float(conv.convnet_step(params, {})(x, y))
-    with symgraph.config.change_flags(_device_flags(real)):
-        inputs, cost, updates = conv.convnet_graph(params)
-        xs, ys = symgraph.shared(x, name="x"), symgraph.shared(y, name="y")
-        step = symgraph.function([], cost, updates=updates, givens=dict(zip(inputs, [xs, ys])))
+    step = device_step(conv.convnet_graph, params, (x, y), real)
     label = "G4 convnet step (batch %d)" % len(x)
     row = _row(ctx, label, np.isclose(float(step()), cpu_cost, rtol=1e-4))
     if not real:

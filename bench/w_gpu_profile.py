@@ -17,18 +17,7 @@ import numpy as np
 
 from models import TheanoLike, mlp_batch, mlp_params
 from models_conv import SymgraphConv, convnet_batch, convnet_params
-
-
-def _profiled_step(graph, params, batch, real):
-    import symgraph
-
-    flags = {"device": "cuda", "gpu.emulate": not real, "floatX": "float32",
-             "profile": True, "profiling.ignore_first_call": True}
-    with symgraph.config.change_flags(flags):
-        inputs, cost, updates = graph(params)
-        shared = [symgraph.shared(v, name=n) for v, n in zip(batch, ("x", "y"))]
-        return symgraph.function([], cost, updates=updates,
-                                 givens=dict(zip(inputs, shared)))
+from w_gpu import device_step
 
 
 def main(argv=None):
@@ -45,7 +34,8 @@ def main(argv=None):
     for label, (graph, params, batch) in steps.items():
         if not real:
             batch = tuple(np.asarray(b)[:16] for b in batch) if label == "MLP step" else batch
-        step = _profiled_step(graph, params, batch, real)
+        step = device_step(graph, params, batch, real, **{
+            "profile": True, "profiling.ignore_first_call": True})
         for _ in range(args.calls if real else 3):
             step()
         print(f"== {label} ({'GPU' if real else 'emulated device: times meaningless'})")
